@@ -1,0 +1,298 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gridengine.balancer
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+# This module is implemented as an action plugin (plugins/action/elastic_plan.py) and runs on the
+# controller; this file holds its documentation, which is also its argument spec.
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: elastic_plan
+short_description: Decide how to resize a Grid Engine cluster (StarCluster's elastic load balancer)
+version_added: 0.1.0
+description:
+  - Runs on the controller. Takes the cluster snapshot from M(gridengine.balancer.sge_queue_facts),
+    reads the balancer state on the task's host (the qmaster) with M(gridengine.balancer.balancer_state),
+    decides how many nodes to add and which idle nodes to remove, saves the new state back, and returns
+    the plan with a reason for every item.
+  - The decision is the pure function C(decide) of C(plugins/plugin_utils/policy/elastic.py); its
+    options and defaults are those of StarCluster's C(loadbalance) command. See C(docs/elastic.md).
+  - The decision time is the snapshot's C(taken_at) (the qmaster's clock), so the controller's clock
+    does not matter.
+  - The plan is only a decision. Adding and removing nodes is done by the roles the playbook runs next.
+  - In check mode the plan is computed and shown, and nothing is written (neither state nor statistics).
+author:
+  - gridengine.balancer developers (@gridengine)
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.flow
+attributes:
+  action:
+    support: full
+  async:
+    support: none
+  bypass_host_loop:
+    support: none
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+    details: Shows the state file's text before and after.
+  platform:
+    platforms: posix
+options:
+  cluster:
+    description:
+      - Name of the cluster. Names the default state file and the default statistics directory.
+      - Letters, digits, V(_), V(.) and V(-), starting with a letter or digit.
+    type: str
+    required: true
+  snapshot:
+    description:
+      - The cluster snapshot, C(ansible_facts.sge) as returned by M(gridengine.balancer.sge_queue_facts)
+        (schema 1, with C(taken_at), C(hosts), C(pending) and C(running)).
+      - A missing or malformed snapshot fails the task and writes nothing.
+    type: dict
+    required: true
+  state_path:
+    description:
+      - Path of the state file on the task's host (the qmaster).
+      - Default C(/var/lib/gridengine-balancer/<cluster>/state.json).
+    type: str
+  profile:
+    description:
+      - V(starcluster) applies StarCluster's documented criteria exactly (weaknesses included; hourly billing; C(all.q) only).
+      - V(default) fixes StarCluster's weaknesses (slot-aware growth, truly oldest job, held/error/unrunnable
+        jobs ignored, any queue, mixed slot counts, per-second billing). See C(docs/elastic.md).
+    type: str
+    choices: [default, starcluster]
+    default: default
+  max_nodes:
+    description:
+      - StarCluster C(-m). Never plan more nodes than this (the master counts as a node; booting nodes count).
+      - When unset, the cluster size at the first poll (remembered in the state), like StarCluster's C(CLUSTER_SIZE).
+    type: int
+  min_nodes:
+    description:
+      - StarCluster C(-n). Never remove nodes below this count. The master counts as a node, as in StarCluster,
+        so V(1) means "the master alone".
+      - With O(profile=default) a cluster below this is grown back to it.
+    type: int
+    default: 1
+  add_nodes_per_iter:
+    description: StarCluster C(-a). At most this many nodes are added by one plan.
+    type: int
+    default: 1
+  interval:
+    description:
+      - StarCluster C(-i). Seconds between polls (the playbook's loop uses it); at most V(300).
+      - A poll later than three intervals after the previous one adds a warning.
+    type: int
+    default: 60
+  job_wait_time:
+    description: StarCluster C(-w). Seconds the oldest waiting job must have waited before nodes are added.
+    type: int
+    default: 900
+  kill_after:
+    description:
+      - StarCluster C(-k). With hourly billing, an idle node is removed only when it has been up at least
+        this many minutes past the hour (0 to 59).
+    type: int
+    default: 45
+  stabilization_time:
+    description:
+      - StarCluster C(-s). Seconds after the last change of the cluster during which nothing is added or removed.
+      - StarCluster's minimum is 300; lower values are accepted with a warning (tests and demos).
+    type: int
+    default: 300
+  lookback_window:
+    description:
+      - StarCluster C(-l). Minutes of job history kept for the average wait and duration statistics.
+    type: int
+    default: 3
+  plot_stats:
+    description:
+      - StarCluster C(-p). Write PNG plots of the statistics on the controller (needs matplotlib).
+      - Implies writing the statistics file the plots are drawn from.
+    type: bool
+    default: false
+  plot_output_dir:
+    description:
+      - StarCluster C(-P). Controller directory for the plots.
+      - Default C(~/.gridengine-balancer/<cluster>/).
+    type: path
+  dump_stats:
+    description: StarCluster C(-d). Append a statistics row to a CSV file on the controller.
+    type: bool
+    default: false
+  stats_file:
+    description:
+      - StarCluster C(-D). The CSV file on the controller.
+      - Default C(~/.gridengine-balancer/<cluster>/sge-stats.csv).
+    type: path
+  kill_cluster:
+    description:
+      - StarCluster C(-K) (experimental). When only the master is left and no job is queued or running,
+        the plan removes the master too (RV(plan.kill_cluster) is V(true)).
+    type: bool
+    default: false
+  billing:
+    description:
+      - V(per_second) removes a node idle for O(idle_time). V(hourly) removes an idle node once it is
+        O(kill_after) minutes past its hour.
+      - Default V(per_second) with O(profile=default); O(profile=starcluster) accepts only V(hourly).
+    type: str
+    choices: [per_second, hourly]
+  idle_time:
+    description: Seconds a node must have been idle before per-second billing removes it.
+    type: int
+    default: 600
+  master:
+    description:
+      - Grid Engine name of the master host. It counts as a node and is never removed (unless O(kill_cluster)).
+    type: str
+  slots_per_node:
+    description:
+      - Slots a new node will have, used to size growth.
+      - Default the most common slot count of the existing worker nodes, or 1.
+    type: int
+  queues:
+    description:
+      - Cluster queues to balance; empty means all queues.
+      - O(profile=starcluster) balances C(all.q) only.
+    type: list
+    elements: str
+    default: []
+  boot_timeout:
+    description:
+      - Seconds a node requested by an earlier plan may take to appear in the snapshot. Until then it
+        counts as booting (towards O(max_nodes), and against the nodes needed for waiting slots).
+    type: int
+    default: 1200
+notes:
+  - The task must run on the qmaster host (the state file is there). The plan is computed on the controller.
+  - The task reports C(changed) when the state file changed, which is nearly every poll (it records the poll time).
+    Use RV(plan.add) and RV(plan.remove) to decide what to run next.
+seealso:
+  - module: gridengine.balancer.balancer_state
+"""
+
+EXAMPLES = r"""
+- name: Read the cluster
+  gridengine.balancer.sge_queue_facts:
+
+- name: Decide what to do
+  gridengine.balancer.elastic_plan:
+    cluster: mycluster
+    snapshot: "{{ ansible_facts.sge }}"
+    master: master
+    max_nodes: 10
+    min_nodes: 1
+    add_nodes_per_iter: 2
+  register: balancer_plan
+
+- name: Show the decision
+  ansible.builtin.debug:
+    msg: "{{ balancer_plan.msg }}"
+
+- name: StarCluster's rules exactly, with statistics and plots
+  gridengine.balancer.elastic_plan:
+    cluster: mycluster
+    snapshot: "{{ ansible_facts.sge }}"
+    profile: starcluster
+    master: master
+    max_nodes: 20
+    dump_stats: true
+    plot_stats: true
+  register: balancer_plan
+"""
+
+RETURN = r"""
+msg:
+  description: The plan's summary, then one line per plan item with its reason.
+  returned: always
+  type: str
+  sample: "add 2 nodes (3 up, 0 booting, min 1, max 5)\n- add 2 nodes: 7 slots waiting ..."
+plan:
+  description: The decision.
+  returned: success
+  type: dict
+  contains:
+    profile:
+      description: The profile used.
+      type: str
+      sample: default
+    now:
+      description: The decision time (the snapshot's C(taken_at)), seconds since the epoch.
+      type: float
+      sample: 1700000000.0
+    interval:
+      description: Seconds until the next poll should run (O(interval)); the playbook's loop waits this long.
+      type: int
+      sample: 60
+    config:
+      description: Every option as the decision used it (defaults filled in, C(max_nodes) resolved).
+      type: dict
+      sample: {"profile": "default", "max_nodes": 5, "min_nodes": 1, "billing": "per_second", "idle_time": 600}
+    nodes:
+      description: Node counts (C(current) includes the master; C(booting) are nodes requested earlier and not yet seen).
+      type: dict
+      sample: {"current": 3, "min": 1, "max": 5, "booting": 0}
+    add:
+      description: Number of nodes to add now.
+      type: int
+      sample: 2
+    remove:
+      description: Host names to remove now (longest idle first).
+      type: list
+      elements: str
+      sample: ["node003"]
+    kill_cluster:
+      description: Whether the plan terminates the cluster (O(kill_cluster), only the master left and idle).
+      type: bool
+      sample: false
+    items:
+      description:
+        - One entry per decision with C(action) (V(add), V(remove), V(keep), V(hold) or V(none)),
+          C(reason), and C(host) or C(count) where they apply.
+      type: list
+      elements: dict
+      sample: [{"action": "remove", "host": "node003", "reason": "remove node003: idle 11m > idle_time 10m"}]
+    ignored_jobs:
+      description: Waiting jobs not counted for growth, with the reason (held, error state, cannot run on a new node).
+      type: list
+      elements: dict
+      sample: [{"id": 17, "reason": "held (state hqw)"}]
+    summary:
+      description: One line.
+      type: str
+      sample: "remove 1 node: node003 (3 up, 0 booting, min 1, max 5)"
+    warnings:
+      description: Things a person should look at (hosts in unknown state, short stabilization time, ...).
+      type: list
+      elements: str
+      sample: ["node004: state unknown (load -, states 'au'); kept, check its execd"]
+    stats:
+      description: The statistics row of this poll (StarCluster's columns).
+      type: dict
+      sample: {"time": 1700000000.0, "hosts": 3, "running_jobs": 2, "queued_jobs": 7, "slots": 6,
+               "avg_duration": 120.5, "avg_wait": 30.0, "avg_load": 0.52}
+state_path:
+  description: The state file on the task's host.
+  returned: always
+  type: str
+  sample: /var/lib/gridengine-balancer/mycluster/state.json
+stats_file:
+  description: The CSV the statistics row was appended to.
+  returned: when O(dump_stats) or O(plot_stats) is true and not in check mode
+  type: str
+  sample: /home/me/.gridengine-balancer/mycluster/sge-stats.csv
+plots:
+  description: The PNG files written.
+  returned: when O(plot_stats) is true and not in check mode
+  type: list
+  elements: str
+  sample: ["/home/me/.gridengine-balancer/mycluster/hosts.png"]
+"""

@@ -1,0 +1,982 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gridengine.balancer
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Elastic scaling policy: grow on a waiting queue, shrink when idle.
+
+This is StarCluster's elastic load balancer (``starcluster loadbalance``) as a pure function::
+
+    plan = decide(snapshot, state, config, now)
+
+``snapshot`` is ``ansible_facts.sge`` as produced by ``gridengine.balancer.sge_queue_facts``
+(docs/snapshot.md), ``state`` is what the previous call returned in ``plan["state"]`` (``{}`` on
+the first poll), ``config`` holds the options below, ``now`` is the qmaster's clock (normally
+``snapshot["taken_at"]``).  No clock, no I/O, no Ansible import: the same function runs in the
+playbook (action plugin ``elastic_plan``), in unit tests and in the trace simulator.
+
+Two profiles:
+
+``starcluster``
+    The criteria of StarCluster's documentation, exactly as written, weaknesses included.  Useful
+    as a baseline for comparisons.
+``default``
+    The same idea with StarCluster's known weaknesses fixed.  Every fix is marked ``FIX(n)`` below
+    and listed in docs/elastic.md.
+
+Every plan item carries a reason a person can read.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+import re
+from collections.abc import Mapping
+
+SCHEMA = 1
+PROFILES = ("default", "starcluster")
+BILLING = ("per_second", "hourly")
+STARCLUSTER_QUEUE = "all.q"
+#: StarCluster documents a minimum stabilization time of 300 s; lower values only warn.
+MIN_STABILIZATION_TIME = 300
+#: StarCluster's documented maximum polling interval.
+MAX_INTERVAL = 300
+#: Bounds on the job history kept in the state (per list), whatever the lookback window.
+HISTORY_LIMIT = 5000
+#: How many ignored jobs a reason names before it says "and N more".
+REASON_LIST_LIMIT = 5
+
+# Option name -> default (profile "default").  The StarCluster flag is in the comment.
+_DEFAULTS = {
+    "profile": "default",
+    "max_nodes": None,            # -m  (unset: the cluster size when balancing started)
+    "min_nodes": 1,               # -n
+    "add_nodes_per_iter": 1,      # -a
+    "interval": 60,               # -i  seconds, maximum 300
+    "job_wait_time": 900,         # -w  seconds
+    "kill_after": 45,             # -k  minutes past the hour
+    "stabilization_time": 300,    # -s  seconds (StarCluster: minimum 300)
+    "lookback_window": 3,         # -l  minutes
+    "plot_stats": False,          # -p
+    "plot_output_dir": None,      # -P
+    "dump_stats": False,          # -d
+    "stats_file": None,           # -D
+    "kill_cluster": False,        # -K
+    "billing": "per_second",      # starcluster profile: hourly
+    "idle_time": 600,             # seconds (per-second billing)
+    "master": None,               # host name never removed (unless kill_cluster)
+    "slots_per_node": None,       # unset: the most common slot count of existing nodes, else 1
+    "queues": [],                 # [] = every queue (starcluster profile: all.q only)
+    "boot_timeout": 1200,         # seconds a requested node may take to join before it is forgotten
+}
+
+OPTIONS = tuple(_DEFAULTS)
+
+_MEMORY_REQUESTS = ("mem_free", "mf", "virtual_free", "vf", "mem_total", "mt")
+_HOST_REQUESTS = ("hostname", "h")
+_ARCH_REQUESTS = ("arch", "a")
+_WILDCARDS = re.compile(r"[*?\[]")
+_MEMORY_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?)\s*([kKmMgGtT]?)\s*$")
+_MEMORY_FACTORS = {"": 1, "k": 1000, "K": 1024, "m": 1000 ** 2, "M": 1024 ** 2,
+                   "g": 1000 ** 3, "G": 1024 ** 3, "t": 1000 ** 4, "T": 1024 ** 4}
+
+
+# --------------------------------------------------------------------------------------------
+# configuration
+# --------------------------------------------------------------------------------------------
+
+def default_config(profile="default"):
+    """Return a new dict with every option at its default for ``profile``."""
+    if profile not in PROFILES:
+        raise ValueError("profile: must be one of %s, got %r" % (", ".join(PROFILES), profile))
+    cfg = dict(_DEFAULTS)
+    cfg["queues"] = []
+    cfg["profile"] = profile
+    if profile == "starcluster":
+        cfg["billing"] = "hourly"
+        cfg["queues"] = [STARCLUSTER_QUEUE]
+    return cfg
+
+
+def _is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def validate_config(config):
+    """Fill in defaults and check every option.
+
+    ``None`` means "not set" (the option takes its profile's default).  Returns a new dict;
+    raises ``ValueError`` whose message starts with the name of the bad option.
+    """
+    if config is None:
+        config = {}
+    if not isinstance(config, Mapping):
+        raise ValueError("config: must be a mapping of options, got %s" % type(config).__name__)
+    unknown = sorted(str(k) for k in config if k not in _DEFAULTS)
+    if unknown:
+        raise ValueError("%s: unknown option (known: %s)" % (", ".join(unknown), ", ".join(OPTIONS)))
+    profile = config.get("profile")
+    cfg = default_config("default" if profile is None else profile)
+    for key, value in config.items():
+        if value is not None:
+            cfg[key] = value
+
+    def need(cond, name, text):
+        if not cond:
+            raise ValueError("%s: %s, got %r" % (name, text, cfg[name]))
+
+    need(cfg["max_nodes"] is None or (_is_int(cfg["max_nodes"]) and cfg["max_nodes"] >= 1),
+         "max_nodes", "must be an integer >= 1")
+    need(_is_int(cfg["min_nodes"]) and cfg["min_nodes"] >= 0, "min_nodes", "must be an integer >= 0")
+    if cfg["max_nodes"] is not None and cfg["min_nodes"] > cfg["max_nodes"]:
+        raise ValueError("min_nodes: %s is above max_nodes %s" % (cfg["min_nodes"], cfg["max_nodes"]))
+    need(_is_int(cfg["add_nodes_per_iter"]) and cfg["add_nodes_per_iter"] >= 1,
+         "add_nodes_per_iter", "must be an integer >= 1")
+    need(_is_number(cfg["interval"]) and 0 < cfg["interval"] <= MAX_INTERVAL,
+         "interval", "must be a number of seconds > 0 and <= %d (StarCluster's maximum)" % MAX_INTERVAL)
+    need(_is_number(cfg["job_wait_time"]) and cfg["job_wait_time"] >= 0,
+         "job_wait_time", "must be a number of seconds >= 0")
+    need(_is_number(cfg["kill_after"]) and 0 <= cfg["kill_after"] < 60,
+         "kill_after", "must be a number of minutes past the hour, 0 to 59")
+    need(_is_number(cfg["stabilization_time"]) and cfg["stabilization_time"] >= 0,
+         "stabilization_time", "must be a number of seconds >= 0")
+    need(_is_number(cfg["lookback_window"]) and cfg["lookback_window"] > 0,
+         "lookback_window", "must be a number of minutes > 0")
+    for name in ("plot_stats", "dump_stats", "kill_cluster"):
+        need(isinstance(cfg[name], bool), name, "must be a boolean")
+    for name in ("plot_output_dir", "stats_file", "master"):
+        need(cfg[name] is None or (isinstance(cfg[name], str) and cfg[name] != ""),
+             name, "must be a non-empty string")
+    need(cfg["billing"] in BILLING, "billing", "must be one of %s" % ", ".join(BILLING))
+    need(_is_number(cfg["idle_time"]) and cfg["idle_time"] >= 0, "idle_time", "must be a number of seconds >= 0")
+    need(cfg["slots_per_node"] is None or (_is_int(cfg["slots_per_node"]) and cfg["slots_per_node"] >= 1),
+         "slots_per_node", "must be an integer >= 1")
+    need(_is_number(cfg["boot_timeout"]) and cfg["boot_timeout"] > 0,
+         "boot_timeout", "must be a number of seconds > 0")
+    need(isinstance(cfg["queues"], (list, tuple)) and all(isinstance(q, str) and q for q in cfg["queues"]),
+         "queues", "must be a list of queue names")
+    cfg["queues"] = list(cfg["queues"])
+    if cfg["profile"] == "starcluster":
+        # StarCluster only knew all.q and only hourly billing; refuse rather than ignore.
+        if cfg["billing"] != "hourly":
+            raise ValueError("billing: profile starcluster always bills hourly, got %r" % cfg["billing"])
+        if cfg["queues"] not in ([], [STARCLUSTER_QUEUE]):
+            raise ValueError("queues: profile starcluster balances all.q only, got %r" % cfg["queues"])
+        cfg["queues"] = [STARCLUSTER_QUEUE]
+    return cfg
+
+
+# --------------------------------------------------------------------------------------------
+# small helpers
+# --------------------------------------------------------------------------------------------
+
+def fmt_duration(seconds):
+    """``965`` -> ``16m05s``, ``900`` -> ``15m``, ``45`` -> ``45s``, ``3720`` -> ``1h02m``."""
+    if seconds is None:
+        return "?"
+    total = int(max(0, seconds))
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return "%dh%02dm" % (hours, minutes) + ("%02ds" % secs if secs else "")
+    if minutes:
+        return "%dm" % minutes + ("%02ds" % secs if secs else "")
+    return "%ds" % secs
+
+
+def _plural(count, word, plural=None):
+    return "%s %s" % (count, word if count == 1 else (plural or word + "s"))
+
+
+def _cmp(value, limit):
+    return ">" if value > limit else (">=" if value >= limit else "<")
+
+
+def _num(value, default=None):
+    return value if _is_number(value) else default
+
+
+def _parse_memory(value):
+    """Grid Engine memory specifier (``2G``, ``512M``, ``1.5g``, bytes) -> bytes, or None."""
+    if _is_number(value):
+        return float(value)
+    if not isinstance(value, str):
+        return None
+    match = _MEMORY_RE.match(value)
+    if not match:
+        return None
+    return float(match.group(1)) * _MEMORY_FACTORS[match.group(2)]
+
+
+def _fmt_bytes(value):
+    return "%.1f GiB" % (value / 1024.0 ** 3)
+
+
+def _job_label(job):
+    return "job %s" % job.get("id")
+
+
+def _list_limited(texts):
+    texts = list(texts)
+    if len(texts) <= REASON_LIST_LIMIT:
+        return "; ".join(texts)
+    return "; ".join(texts[:REASON_LIST_LIMIT]) + "; and %d more" % (len(texts) - REASON_LIST_LIMIT)
+
+
+# --------------------------------------------------------------------------------------------
+# snapshot and state readers (defensive: a bad field is an error naming it, not a crash)
+# --------------------------------------------------------------------------------------------
+
+def check_snapshot(snapshot):
+    """Raise ``ValueError`` unless ``snapshot`` looks like docs/snapshot.md schema 1."""
+    if not isinstance(snapshot, Mapping):
+        raise ValueError("snapshot: must be a mapping (ansible_facts.sge), got %s" % type(snapshot).__name__)
+    if snapshot.get("schema") != 1:
+        raise ValueError("snapshot: schema must be 1, got %r" % (snapshot.get("schema"),))
+    if not isinstance(snapshot.get("hosts"), Mapping):
+        raise ValueError("snapshot: 'hosts' must be a mapping of host name to host")
+    for key in ("pending", "running"):
+        if not isinstance(snapshot.get(key), list):
+            raise ValueError("snapshot: %r must be a list" % key)
+    for name, host in snapshot["hosts"].items():
+        if not isinstance(host, Mapping):
+            raise ValueError("snapshot: hosts[%r] must be a mapping" % (name,))
+    for key in ("pending", "running"):
+        for index, job in enumerate(snapshot[key]):
+            if not isinstance(job, Mapping) or "id" not in job:
+                raise ValueError("snapshot: %s[%d] must be a mapping with an 'id'" % (key, index))
+    if "queues" in snapshot and not isinstance(snapshot["queues"], list):
+        raise ValueError("snapshot: 'queues' must be a list")
+    if "taken_at" in snapshot and snapshot["taken_at"] is not None and not _is_number(snapshot["taken_at"]):
+        raise ValueError("snapshot: 'taken_at' must be seconds since the epoch")
+
+
+def _read_state(state, warnings):
+    """Known keys of a state of any schema; unknown keys are ignored, bad values dropped."""
+    if not isinstance(state, Mapping):
+        if state is not None:
+            warnings.append("state: not a mapping (%s); starting with an empty state" % type(state).__name__)
+        state = {}
+    schema = state.get("schema")
+    if _is_int(schema) and schema > SCHEMA:
+        warnings.append("state: schema %d is newer than %d; reading the keys this version knows" % (schema, SCHEMA))
+
+    def typed(key, kind, default):
+        value = state.get(key, default)
+        if value is not default and not isinstance(value, kind):
+            warnings.append("state: %r has an unexpected type; ignored" % key)
+            return default
+        return value
+
+    out = {
+        "first_poll": "nodes" not in state or not isinstance(state.get("nodes"), Mapping),
+        "last_poll": _num(state.get("last_poll")),
+        "last_change": _num(state.get("last_change")),
+        "last_change_reason": state.get("last_change_reason") if isinstance(state.get("last_change_reason"), str) else None,
+        "cluster_size": state.get("cluster_size") if _is_int(state.get("cluster_size")) else None,
+        "nodes": {},
+        "booting": [],
+        "pending": {},
+        "running": {},
+        "started": [],
+        "finished": [],
+    }
+    for name, node in typed("nodes", Mapping, {}).items():
+        if isinstance(node, Mapping):
+            out["nodes"][str(name)] = {k: _num(node.get(k)) for k in ("first_seen", "joined", "last_busy")}
+    for entry in typed("booting", list, []):
+        requested = _num(entry.get("requested_at")) if isinstance(entry, Mapping) else _num(entry)
+        if requested is not None:
+            out["booting"].append(requested)
+    out["booting"].sort()
+    jobs = typed("jobs", Mapping, {})
+    if isinstance(jobs.get("pending"), Mapping):
+        for key, rec in jobs["pending"].items():
+            if isinstance(rec, Mapping):
+                out["pending"][str(key)] = {"submit_time": _num(rec.get("submit_time")),
+                                            "first_seen": _num(rec.get("first_seen"))}
+    if isinstance(jobs.get("running"), Mapping):
+        for key, start in jobs["running"].items():
+            out["running"][str(key)] = _num(start)
+    for name in ("started", "finished"):
+        if isinstance(jobs.get(name), list):
+            for row in jobs[name]:
+                if isinstance(row, (list, tuple)) and len(row) == 3 and _is_number(row[1]) and _is_number(row[2]):
+                    out[name].append([str(row[0]), float(row[1]), float(row[2])])
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# the decision
+# --------------------------------------------------------------------------------------------
+
+def decide(snapshot, state, config, now):
+    """Decide how to resize the cluster.  Pure: returns a new plan dict, mutates nothing."""
+    cfg = validate_config(config)
+    check_snapshot(snapshot)
+    if not _is_number(now):
+        raise ValueError("now: must be seconds since the epoch, got %r" % (now,))
+    now = float(now)
+    return _Decision(snapshot, state, cfg, now).run()
+
+
+class _Decision(object):
+    """One call of decide(); attributes are the working data of that call."""
+
+    def __init__(self, snapshot, state, cfg, now):
+        self.snap = snapshot
+        self.cfg = cfg
+        self.now = now
+        self.warnings = []
+        self.items = []
+        self.ignored = []
+        self.wanted_hosts = {}  # host -> id of a waiting job that asks for that very host
+        self.prev = _read_state(state, self.warnings)
+        self.starcluster = cfg["profile"] == "starcluster"
+        self.billing = "hourly" if self.starcluster else cfg["billing"]
+
+    # ---- census ---------------------------------------------------------------------------
+    def _census(self):
+        snap, cfg, now, prev = self.snap, self.cfg, self.now, self.prev
+        self.hosts = {str(name): host for name, host in snap["hosts"].items()}
+        self.master = cfg["master"] if cfg["master"] is not None else snap.get("master")
+        if self.master is not None and not isinstance(self.master, str):
+            self.master = None
+        if self.master is None:
+            self.warnings.append("master not set: no execution host is protected as the master")
+
+        # jobs per host, from the running list (parallel jobs count on every host they span)
+        self.jobs_on = {name: 0 for name in self.hosts}
+        for job in snap["running"]:
+            spans = set()
+            if isinstance(job.get("hosts"), Mapping):
+                spans.update(str(h) for h in job["hosts"])
+            if job.get("host") is not None:
+                spans.add(str(job["host"]))
+            for name in spans:
+                if name in self.jobs_on:
+                    self.jobs_on[name] += 1
+
+        # Nodes: the execution hosts plus the master.  StarCluster counted the master as a node
+        # (len(cluster.nodes)), so min_nodes=1 means "the master alone"; we do the same.
+        self.node_names = set(self.hosts)
+        if self.master is not None:
+            self.node_names.add(self.master)
+        self.current = len(self.node_names)
+
+        # Nodes booting: requested by an earlier plan, not yet seen.  A host that appears for the
+        # first time takes the oldest request (and that request's time as its join time).
+        booting = list(prev["booting"])
+        new_nodes = {}
+        appeared = sorted(self.node_names - set(prev["nodes"])) if not prev["first_poll"] else []
+        for name in appeared:
+            joined = booting.pop(0) if booting else now
+            new_nodes[name] = {"first_seen": now, "joined": joined, "last_busy": None}
+        expired = [t for t in booting if now - t > cfg["boot_timeout"]]
+        if expired:
+            self.warnings.append(
+                "%s requested %s ago never joined (boot_timeout %s); no longer counted as booting"
+                % (_plural(len(expired), "node"), fmt_duration(now - expired[0]), fmt_duration(cfg["boot_timeout"])))
+        self.booting_times = [t for t in booting if now - t <= cfg["boot_timeout"]]
+        self.booting = len(self.booting_times)
+
+        # per-node records
+        self.nodes = {}
+        self.status = {}
+        for name in sorted(self.node_names):
+            rec = dict(prev["nodes"].get(name) or new_nodes.get(name) or
+                       {"first_seen": now, "joined": None, "last_busy": None})
+            if rec.get("first_seen") is None:
+                rec["first_seen"] = now
+            host = self.hosts.get(name)
+            st = self._host_status(name, host)
+            self.status[name] = st
+            # A host whose idleness cannot be observed restarts its idle clock: we must not
+            # conclude "idle for 10 minutes" from minutes in which we could not see it.
+            if st["busy"] or st["unknown"]:
+                rec["last_busy"] = now
+            self.nodes[name] = rec
+
+        # max_nodes unset: StarCluster used the CLUSTER_SIZE the cluster was created with; we use
+        # the size at the first poll, remembered in the state.
+        self.cluster_size = prev["cluster_size"] if prev["cluster_size"] is not None else self.current
+        if cfg["max_nodes"] is None:
+            self.max_nodes = max(self.cluster_size, cfg["min_nodes"], 1)
+            self.warnings.append("max_nodes not set: using %d, the cluster size when balancing started"
+                                 % self.max_nodes)
+        else:
+            self.max_nodes = cfg["max_nodes"]
+        self.min_nodes = cfg["min_nodes"]
+        if self.current > self.max_nodes:
+            self.warnings.append("cluster has %d nodes, above max_nodes %d: no node is added; idle nodes "
+                                 "are removed under the usual rules" % (self.current, self.max_nodes))
+
+        # last change: the later of the last plan that added/removed and the last poll that saw
+        # the set of hosts change (StarCluster set it after its add/remove had completed).
+        self.last_change = prev["last_change"]
+        self.last_change_reason = prev["last_change_reason"]
+        if not prev["first_poll"]:
+            before = set(prev["nodes"])
+            if before != self.node_names:
+                came = sorted(self.node_names - before)
+                went = sorted(before - self.node_names)
+                text = []
+                if came:
+                    text.append("joined: " + ", ".join(came))
+                if went:
+                    text.append("left: " + ", ".join(went))
+                self.last_change = now
+                self.last_change_reason = "hosts changed (%s)" % "; ".join(text)
+        if prev["last_poll"] is not None:
+            gap = now - prev["last_poll"]
+            if gap < 0:
+                self.warnings.append("now is %s before the previous poll: the qmaster clock went back"
+                                     % fmt_duration(-gap))
+            elif gap > 3 * cfg["interval"]:
+                self.warnings.append("previous poll was %s ago (interval %s): idle times and job history "
+                                     "may have gaps" % (fmt_duration(gap), fmt_duration(cfg["interval"])))
+
+    def _host_status(self, name, host):
+        if host is None:  # the master, not an execution host
+            return {"busy": False, "unknown": False, "error": False, "jobs": 0, "used": 0, "reserved": 0,
+                    "exec_host": False, "load": None, "states": ""}
+        states = host.get("states") or ""
+        if not isinstance(states, str):
+            states = ""
+        reported = host.get("running_jobs") if _is_int(host.get("running_jobs")) else 0
+        jobs = max(self.jobs_on.get(name, 0), reported)
+        used = host.get("slots_used") if _is_int(host.get("slots_used")) else 0
+        reserved = host.get("slots_reserved") if _is_int(host.get("slots_reserved")) else 0
+        load = _num(host.get("load_avg"))
+        return {
+            "busy": jobs > 0 or used > 0 or reserved > 0,
+            "jobs": jobs,
+            "used": used,
+            "reserved": reserved,
+            # load "-" (execd down) or queue state u: Grid Engine does not know what runs there
+            "unknown": load is None or "u" in states,
+            "error": "E" in states,
+            "exec_host": True,
+            "load": host.get("load_avg"),
+            "states": states,
+        }
+
+    # ---- queues, slots and the shape of a new node -----------------------------------------
+    def _queues_and_template(self):
+        snap, cfg = self.snap, self.cfg
+        self.known_queues = set()
+        host_slots = {}
+        for qi in snap.get("queues") or []:
+            if not isinstance(qi, Mapping):
+                continue
+            qname = qi.get("queue") or (str(qi.get("name") or "").partition("@")[0]) or None
+            if qname:
+                self.known_queues.add(str(qname))
+            host = qi.get("host")
+            if host is not None and self._balanced_queue(qname) and _is_int(qi.get("slots_total")):
+                host_slots[str(host)] = host_slots.get(str(host), 0) + qi["slots_total"]
+        for host in self.hosts.values():
+            for qname in host.get("queues") or []:
+                self.known_queues.add(str(qname))
+        if cfg["queues"] and self.known_queues:
+            missing = [q for q in cfg["queues"] if q not in self.known_queues]
+            if missing:
+                self.warnings.append("queues: %s has no queue instance in the snapshot" % ", ".join(missing))
+        # Slots per host in the balanced queues (from the queue instances when the snapshot has
+        # them, else the host's total).
+        self.slots_of = {}
+        for name, host in self.hosts.items():
+            if name in host_slots:
+                self.slots_of[name] = host_slots[name]
+            elif not snap.get("queues") and _is_int(host.get("slots_total")):
+                self.slots_of[name] = host["slots_total"]
+            else:
+                self.slots_of[name] = 0
+        workers = [n for n in self.hosts if n != self.master] or list(self.hosts)
+        # FIX(mixed slots): StarCluster's slots_per_host() raised an error when hosts differed;
+        # a new node is assumed to look like most existing workers (ties: the larger).
+        if cfg["slots_per_node"] is not None:
+            self.spn = cfg["slots_per_node"]
+            self.spn_source = "slots_per_node=%d" % self.spn
+        else:
+            counts = {}
+            for name in workers:
+                if self.slots_of.get(name, 0) > 0:
+                    counts[self.slots_of[name]] = counts.get(self.slots_of[name], 0) + 1
+            self.spn = max(counts, key=lambda s: (counts[s], s)) if counts else 1
+            self.spn_source = _plural(self.spn, "slot") + " per node"
+        self.spn_text = _plural(self.spn, "slot") + " per node"
+        mems = [_num(self.hosts[n].get("mem_total")) for n in workers]
+        mems = [m for m in mems if m]
+        self.node_mem = max(mems) if mems else None
+        self.archs = set(str(self.hosts[n].get("arch")) for n in self.hosts if self.hosts[n].get("arch"))
+
+    def _balanced_queue(self, qname):
+        if not self.cfg["queues"]:
+            return True
+        return qname is not None and any(fnmatch.fnmatchcase(str(qname), q) for q in self.cfg["queues"])
+
+    # ---- waiting jobs ----------------------------------------------------------------------
+    def _waited(self, job):
+        submit = _num(job.get("submit_time"))
+        if submit is None:
+            rec = self.prev["pending"].get(str(job.get("id")))
+            submit = rec["first_seen"] if rec and rec["first_seen"] is not None else self.now
+        return max(0.0, self.now - submit)
+
+    def _starcluster_waiting(self):
+        """StarCluster's queued jobs: state exactly 'qw' (so hqw and Eqw are left out), all.q."""
+        out = []
+        for job in self.snap["pending"]:
+            if job.get("state") != "qw":
+                continue
+            queues = job.get("hard_queues") or []
+            if queues and not any(fnmatch.fnmatchcase(STARCLUSTER_QUEUE, str(q).partition("@")[0]) for q in queues):
+                continue
+            out.append(job)
+        return out
+
+    def _why_not_runnable(self, job):
+        """None if a new node could run ``job``, else the reason it is ignored for growth."""
+        # FIX(held/error): StarCluster only looked at 'qw', but our broader view must still skip
+        # jobs that more nodes cannot help.
+        if job.get("held") or "h" in str(job.get("state") or ""):
+            return "held (state %s)" % job.get("state")
+        if job.get("error") or "E" in str(job.get("state") or ""):
+            return "in error state (%s)" % job.get("state")
+        queues = [str(q) for q in job.get("hard_queues") or []]
+        if queues:
+            usable, host_bound, missing, unbalanced = [], [], [], []
+            for spec in queues:
+                qpat, at, hostpart = spec.partition("@")
+                if at and not hostpart.startswith("@") and not _WILDCARDS.search(hostpart):
+                    host_bound.append(spec)
+                elif self.known_queues and not any(fnmatch.fnmatchcase(k, qpat) for k in self.known_queues):
+                    missing.append(spec)
+                elif self.cfg["queues"] and not any(fnmatch.fnmatchcase(b, qpat) for b in self.cfg["queues"]):
+                    unbalanced.append(spec)
+                else:
+                    usable.append(spec)
+            if not usable:
+                if missing:
+                    return "requests queue %s, which the cluster does not have" % ", ".join(missing)
+                if unbalanced:
+                    return "requests queue %s, not balanced (queues: %s)" % (
+                        ", ".join(unbalanced), ", ".join(self.cfg["queues"]))
+                for spec in host_bound:
+                    self.wanted_hosts.setdefault(spec.partition("@")[2], job.get("id"))
+                return "requests specific host(s) %s: a new node cannot run it" % ", ".join(host_bound)
+        slots = job.get("slots") if _is_int(job.get("slots")) else 1
+        if slots > self.spn:
+            return "needs %d slots per task > %s" % (slots, self.spn_text)
+        requests = job.get("hard_requests") if isinstance(job.get("hard_requests"), Mapping) else {}
+        for key in _HOST_REQUESTS:
+            value = requests.get(key)
+            if value is not None and not _WILDCARDS.search(str(value)):
+                for name in str(value).split("|"):
+                    self.wanted_hosts.setdefault(name.strip(), job.get("id"))
+                return "requests host %s=%s: a new node cannot run it" % (key, value)
+        for key in _ARCH_REQUESTS:
+            value = requests.get(key)
+            if value is not None and self.archs:
+                pats = [p.strip() for p in str(value).split("|") if p.strip()]
+                if pats and not any(fnmatch.fnmatchcase(a, p) for a in self.archs for p in pats):
+                    return "requests %s=%s, which no node has (%s)" % (key, value, ", ".join(sorted(self.archs)))
+        if self.node_mem:
+            for key in _MEMORY_REQUESTS:
+                wanted = _parse_memory(requests.get(key))
+                if wanted is not None and wanted > self.node_mem:
+                    return "requests %s=%s, more than a node has (%s)" % (key, requests[key], _fmt_bytes(self.node_mem))
+        return None
+
+    def _default_waiting(self):
+        eligible = []
+        for job in self.snap["pending"]:
+            why = self._why_not_runnable(job)
+            if why is None:
+                eligible.append(job)
+            else:
+                self.ignored.append({"id": job.get("id"), "reason": why})
+        return eligible
+
+    # ---- growth ----------------------------------------------------------------------------
+    def _stable(self):
+        if self.last_change is None:
+            return True, None
+        ago = self.now - self.last_change
+        if ago >= self.cfg["stabilization_time"]:
+            return True, None
+        return False, "cluster changed %s ago < stabilization_time %s" % (
+            fmt_duration(ago), fmt_duration(self.cfg["stabilization_time"]))
+
+    def _room(self):
+        return max(0, self.max_nodes - self.current - self.booting)
+
+    def _grow_starcluster(self):
+        cfg = self.cfg
+        waiting = self.waiting
+        if not waiting:
+            return 0, "no jobs in qw state"
+        # StarCluster compared the *first* queued job it saw (list order), not the oldest.
+        first = waiting[0]
+        waited = self._waited(first)
+        head = "%s in qw, the first listed (%s) waited %s" % (
+            _plural(len(waiting), "job"), _job_label(first), fmt_duration(waited))
+        if not waited > cfg["job_wait_time"]:
+            return 0, "%s <= job_wait_time %s" % (head, fmt_duration(cfg["job_wait_time"]))
+        if self.current + self.booting >= self.max_nodes:
+            return 0, "%s, but %s (%d booting) >= max_nodes %d" % (
+                head, _plural(self.current + self.booting, "node"), self.booting, self.max_nodes)
+        count = min(cfg["add_nodes_per_iter"], self._room())
+        reason = "%s > job_wait_time %s, %s < max_nodes %d" % (
+            head, fmt_duration(cfg["job_wait_time"]), _plural(self.current + self.booting, "node"), self.max_nodes)
+        if count < cfg["add_nodes_per_iter"]:
+            reason += ", capped by max_nodes=%d" % self.max_nodes
+        else:
+            reason += ", add_nodes_per_iter=%d" % cfg["add_nodes_per_iter"]
+        return count, reason
+
+    def _grow_default(self):
+        cfg = self.cfg
+        waiting = self.waiting
+        if not waiting:
+            return 0, "no job waiting that a new node could run"
+        # FIX(oldest): the truly oldest job by submit_time, not the first one listed.
+        oldest = waiting[0]
+        for job in waiting[1:]:
+            if self._waited(job) > self._waited(oldest):
+                oldest = job
+        waited = self._waited(oldest)
+        # FIX(slot-aware): pending slots (array tasks x slots per task), not one node per poll.
+        slots = 0
+        for job in waiting:
+            per_task = job.get("slots") if _is_int(job.get("slots")) else 1
+            tasks = job.get("task_count") if _is_int(job.get("task_count")) and job["task_count"] > 0 else 1
+            slots += per_task * tasks
+        head = "%s waiting (oldest %s waited %s" % (
+            _plural(slots, "slot"), _job_label(oldest), fmt_duration(waited))
+        if not waited > cfg["job_wait_time"]:
+            return 0, "%s <= job_wait_time %s)" % (head, fmt_duration(cfg["job_wait_time"]))
+        head += " > job_wait_time %s), %s" % (fmt_duration(cfg["job_wait_time"]), self.spn_text)
+        needed = int(math.ceil(slots / float(self.spn)))
+        need_now = needed - self.booting
+        if need_now <= 0:
+            return 0, "%s: %s needed, %d already booting" % (head, _plural(needed, "node"), self.booting)
+        room = self._room()
+        if room <= 0:
+            return 0, "%s, but %s (%d booting) >= max_nodes %d" % (
+                head, _plural(self.current + self.booting, "node"), self.booting, self.max_nodes)
+        count = min(need_now, cfg["add_nodes_per_iter"], room)
+        reason = head
+        if self.booting:
+            reason += ", %d already booting" % self.booting
+        caps = []
+        if count < need_now and count == cfg["add_nodes_per_iter"]:
+            caps.append("add_nodes_per_iter=%d" % cfg["add_nodes_per_iter"])
+        if count < need_now and count == room:
+            caps.append("max_nodes=%d (%d up, %d booting)" % (self.max_nodes, self.current, self.booting))
+        if caps:
+            reason += ", capped by " + " and ".join(caps)
+        return count, reason
+
+    def _grow(self):
+        """(count, reason) wanted for the waiting jobs, and (floor, floor_reason) for min_nodes."""
+        if self.starcluster:
+            # The seed's criteria only: it does not grow a cluster back to min_nodes.
+            count, reason = self._grow_starcluster()
+            return count, reason, 0, None
+        # FIX(min floor): below min_nodes we grow back to it at once (and regardless of
+        # stabilization: the floor is a guarantee, not a reaction to load).
+        floor = min(max(0, self.min_nodes - self.current - self.booting), self._room())
+        floor_reason = None
+        if floor:
+            floor_reason = "%d up + %d booting < min_nodes %d (the master counts as a node)" % (
+                self.current, self.booting, self.min_nodes)
+        count, reason = self._grow_default()
+        return count, reason, floor, floor_reason
+
+    # ---- shrinking ---------------------------------------------------------------------------
+    def _removal_candidates(self):
+        """[(host, idle_for, reason)] eligible now, and {host: keep reason} for the others."""
+        cfg, now = self.cfg, self.now
+        cands, keep = [], {}
+        for name in sorted(self.node_names):
+            st = self.status[name]
+            rec = self.nodes[name]
+            if name == self.master:
+                keep[name] = "master (never removed%s)" % (", unless kill_cluster" if cfg["kill_cluster"] else "")
+                continue
+            if st["jobs"]:
+                keep[name] = "running %s" % _plural(st["jobs"], "job")
+                continue
+            if self.starcluster:
+                if st["used"]:
+                    keep[name] = "%s in use" % _plural(st["used"], "slot")
+                    continue
+                if st["unknown"]:
+                    # StarCluster would remove it: it runs no job that Grid Engine knows of.
+                    self.warnings.append("%s: state unknown (load %r, states %r); profile starcluster "
+                                         "treats it as idle" % (name, st["load"], st["states"]))
+            else:
+                if st["used"] or st["reserved"]:
+                    keep[name] = "%s%s" % (
+                        ("%s in use" % _plural(st["used"], "slot")) if st["used"] else "",
+                        ("%s%s reserved" % (", " if st["used"] else "", _plural(st["reserved"], "slot")))
+                        if st["reserved"] else "")
+                    continue
+                # FIX(unknown): a host that reports load "-" or state u cannot be seen idle.
+                if st["unknown"]:
+                    keep[name] = "state unknown (load %s, states %r): its idleness cannot be known" % (
+                        "-" if st["load"] is None else st["load"], st["states"])
+                    self.warnings.append("%s: state unknown (load %s, states %r); kept, check its execd"
+                                         % (name, "-" if st["load"] is None else st["load"], st["states"]))
+                    continue
+                if st["error"]:
+                    keep[name] = "queue in error state %r: idleness not trusted" % st["states"]
+                    self.warnings.append("%s: queue error state %r; kept, clear it with qmod -c" % (name, st["states"]))
+                    continue
+                # A waiting job that asks for this very host: removing it would strand the job.
+                if name in self.wanted_hosts:
+                    keep[name] = "job %s waits for this host" % self.wanted_hosts[name]
+                    continue
+            last_busy = rec.get("last_busy")
+            idle_since = last_busy if last_busy is not None else (rec.get("joined") or rec["first_seen"])
+            idle_for = max(0.0, now - idle_since)
+            if self.billing == "hourly":
+                started = rec.get("joined") or rec["first_seen"]
+                mins = int(max(0.0, now - started) // 60) % 60
+                text = "up %dm past the hour" % mins
+                if self.starcluster:
+                    text = "not running an SGE job, " + text
+                else:
+                    text = "idle %s, %s" % (fmt_duration(idle_for), text)
+                if mins >= cfg["kill_after"]:
+                    cands.append((name, idle_for, "%s >= kill_after %dm" % (text, cfg["kill_after"])))
+                else:
+                    keep[name] = "%s < kill_after %dm" % (text, cfg["kill_after"])
+            else:
+                # FIX(per-second billing): idle long enough, measured from the last poll that
+                # saw the node busy.
+                if idle_for >= cfg["idle_time"]:
+                    cands.append((name, idle_for, "idle %s %s idle_time %s" % (
+                        fmt_duration(idle_for), _cmp(idle_for, cfg["idle_time"]), fmt_duration(cfg["idle_time"]))))
+                else:
+                    keep[name] = "idle %s < idle_time %s" % (fmt_duration(idle_for), fmt_duration(cfg["idle_time"]))
+        if self.starcluster:
+            # StarCluster walked the nodes in cluster order; ours is host-name order.
+            cands.sort(key=lambda c: c[0])
+        else:
+            # Longest idle first, so the floor keeps the most recently useful nodes.
+            cands.sort(key=lambda c: (-c[1], c[0]))
+        return cands, keep
+
+    # ---- job history and stats -----------------------------------------------------------------
+    def _history(self):
+        prev, now, snap = self.prev, self.now, self.snap
+        window = self.cfg["lookback_window"] * 60.0
+        pending = {}
+        for job in snap["pending"]:
+            key = str(job.get("id"))
+            old = prev["pending"].get(key) or {}
+            pending[key] = {"submit_time": _num(job.get("submit_time"), old.get("submit_time")),
+                            "first_seen": old.get("first_seen") if old.get("first_seen") is not None else now}
+        running = {}
+        started = [r for r in prev["started"] if r[1] >= now - window]
+        finished = [r for r in prev["finished"] if r[1] >= now - window]
+        for job in snap["running"]:
+            key = str(job.get("id")) if job.get("task") in (None, "") else "%s.%s" % (job.get("id"), job.get("task"))
+            start = _num(job.get("start_time"))
+            running[key] = start if start is not None else prev["running"].get(key, now)
+            if key in prev["running"] or prev["first_poll"]:
+                continue
+            rec = prev["pending"].get(str(job.get("id")))
+            if rec is None:
+                continue  # never seen waiting: its wait is unknown
+            submit = rec["submit_time"] if rec["submit_time"] is not None else rec["first_seen"]
+            begin = running[key]
+            if submit is not None and begin is not None and begin >= now - window:
+                started.append([key, begin, max(0.0, begin - submit)])
+        if prev["last_poll"] is not None:
+            # ended between the last poll and this one: take the midpoint as its end
+            end = (prev["last_poll"] + now) / 2.0
+            for key, start in prev["running"].items():
+                if key not in running and start is not None and end >= now - window:
+                    finished.append([key, end, max(0.0, end - start)])
+        self.jobs_state = {
+            "pending": pending,
+            "running": running,
+            "started": started[-HISTORY_LIMIT:],
+            "finished": finished[-HISTORY_LIMIT:],
+        }
+
+    def _stats(self):
+        snap = self.snap
+        acct = snap.get("accounting") if isinstance(snap.get("accounting"), Mapping) else {}
+
+        def mean(rows):
+            return sum(r[2] for r in rows) / len(rows) if rows else None
+
+        # qacct (when the snapshot has it) is authoritative; else our own observations.
+        avg_duration = _num(acct.get("avg_duration"))
+        if avg_duration is None:
+            avg_duration = mean(self.jobs_state["finished"])
+        avg_wait = _num(acct.get("avg_wait"))
+        if avg_wait is None:
+            avg_wait = mean(self.jobs_state["started"])
+        loads = [_num(h.get("load_avg")) for h in self.hosts.values()]
+        loads = [v for v in loads if v is not None]
+        slots = sum(h.get("slots_total") for h in self.hosts.values() if _is_int(h.get("slots_total")))
+        queued = 0
+        for job in snap["pending"]:
+            queued += job["task_count"] if _is_int(job.get("task_count")) and job["task_count"] > 0 else 1
+        return {
+            "time": self.now,
+            "hosts": len(self.hosts),
+            "running_jobs": len(snap["running"]),
+            "queued_jobs": queued,
+            "slots": slots,
+            "avg_duration": avg_duration,
+            "avg_wait": avg_wait,
+            "avg_load": (sum(loads) / len(loads)) if loads else 0.0,
+        }
+
+    # ---- main --------------------------------------------------------------------------------
+    def run(self):
+        cfg, now = self.cfg, self.now
+        self._census()
+        self._queues_and_template()
+        if cfg["stabilization_time"] < MIN_STABILIZATION_TIME:
+            self.warnings.append("stabilization_time %s is below StarCluster's minimum of %s: fine for "
+                                 "tests and demos, risky in production" % (
+                                     fmt_duration(cfg["stabilization_time"]), fmt_duration(MIN_STABILIZATION_TIME)))
+        self.waiting = self._starcluster_waiting() if self.starcluster else self._default_waiting()
+        stable, hold_reason = self._stable()
+
+        add = 0
+        count, reason, floor, floor_reason = self._grow()
+        if count > 0 and stable and count >= floor:
+            add = count
+            self.items.append({"action": "add", "count": add,
+                               "reason": "add %s: %s" % (_plural(add, "node"), reason)})
+        elif floor > 0:
+            add = floor
+            self.items.append({"action": "add", "count": add,
+                               "reason": "add %s: %s" % (_plural(add, "node"), floor_reason)})
+            if count > floor:
+                self.items.append({"action": "hold", "count": 0, "reason": "hold: %s (would add %s more: %s)" % (
+                    hold_reason, _plural(count - floor, "node"), reason)})
+        elif count > 0:
+            self.items.append({"action": "hold", "count": 0, "reason": "hold: %s (would add %s: %s)" % (
+                hold_reason, _plural(count, "node"), reason)})
+        else:
+            self.items.append({"action": "none", "reason": "no node added: %s" % reason})
+
+        # Removal: only when nothing waits (StarCluster: no qw job), and never while adding.
+        remove = []
+        cands, keep = self._removal_candidates()
+        node_items = {}
+        if self.waiting:
+            block = "%s waiting" % _plural(len(self.waiting), "job")
+            for name, idle_for, why in cands:
+                keep[name] = "%s, but %s" % (why, block)
+            cands = []
+        elif add:
+            for name, idle_for, why in cands:
+                keep[name] = "%s, but nodes are being added" % why
+            cands = []
+        # Never below min_nodes (the master counts as a node, as in StarCluster).
+        max_remove = max(0, self.current - self.min_nodes)
+        chosen = cands[:max_remove]
+        for name, idle_for, why in cands[max_remove:]:
+            keep[name] = "%s, but min_nodes=%d (the master counts as a node)" % (why, self.min_nodes)
+        if chosen and not stable:
+            for name, idle_for, why in chosen:
+                keep[name] = "%s, but on hold (%s)" % (why, hold_reason)
+            self.items.append({"action": "hold", "count": 0, "reason": "hold: %s (would remove %s)" % (
+                hold_reason, ", ".join(c[0] for c in chosen))})
+            chosen = []
+        for name, idle_for, why in chosen:
+            remove.append(name)
+            node_items[name] = {"action": "remove", "host": name, "reason": "remove %s: %s" % (name, why)}
+
+        # kill_cluster (-K): once only the master is left and nothing is queued or running.
+        kill = False
+        if (cfg["kill_cluster"] and self.master is not None and self.current == 1 and self.node_names == {self.master}
+                and not self.booting and not self.snap["pending"] and not self.snap["running"] and not add):
+            if stable:
+                kill = True
+                remove.append(self.master)
+                keep.pop(self.master, None)
+                node_items[self.master] = {
+                    "action": "remove", "host": self.master,
+                    "reason": "remove %s: kill_cluster, only the master is left and no job is queued or running"
+                              % self.master}
+            else:
+                keep[self.master] = "master, kill_cluster on hold (%s)" % hold_reason
+        # removals in removal order (longest idle first), then every kept node by name
+        for name in remove:
+            self.items.append(node_items[name])
+        for name in sorted(self.node_names - set(remove)):
+            self.items.append({"action": "keep", "host": name, "reason": "keep %s: %s" % (name, keep.get(name, "kept"))})
+        if self.ignored:
+            self.items.append({"action": "none", "reason": "ignored for growth: " + _list_limited(
+                "%s %s" % (_job_label(j), j["reason"]) for j in self.ignored)})
+
+        self._history()
+        stats = self._stats()
+
+        # new state
+        # Removed nodes stay recorded until a poll no longer sees them.
+        nodes_state = {name: dict(self.nodes[name]) for name in sorted(self.nodes)}
+        booting = list(self.booting_times) + [now] * add
+        last_change, last_change_reason = self.last_change, self.last_change_reason
+        if add or remove:
+            last_change = now
+            last_change_reason = "plan: " + "; ".join(
+                (["add %d" % add] if add else []) + (["remove " + ", ".join(remove)] if remove else []))
+        new_state = {
+            "schema": SCHEMA,
+            "profile": cfg["profile"],
+            "last_poll": now,
+            "last_change": last_change,
+            "last_change_reason": last_change_reason,
+            "cluster_size": self.cluster_size,
+            "nodes": nodes_state,
+            "booting": [{"requested_at": t} for t in booting],
+            "jobs": self.jobs_state,
+        }
+
+        parts = []
+        if add:
+            parts.append("add %s" % _plural(add, "node"))
+        if remove:
+            parts.append("remove %s: %s" % (_plural(len(remove), "node"), ", ".join(remove)))
+        if kill:
+            parts.append("kill the cluster")
+        holds = [i for i in self.items if i["action"] == "hold"]
+        if not parts and holds:
+            parts.append(holds[0]["reason"].split(" (would")[0])
+        if not parts:
+            parts.append("no change")
+        summary = "%s (%d up, %d booting, min %d, max %d)" % (
+            "; ".join(parts), self.current, self.booting, self.min_nodes, self.max_nodes)
+
+        return {
+            "profile": cfg["profile"],
+            "now": now,
+            "interval": cfg["interval"],
+            "config": dict(cfg, max_nodes=self.max_nodes),
+            "nodes": {"current": self.current, "min": self.min_nodes, "max": self.max_nodes, "booting": self.booting},
+            "add": add,
+            "remove": remove,
+            "kill_cluster": kill,
+            "items": self.items,
+            "ignored_jobs": self.ignored,
+            "summary": summary,
+            "warnings": self.warnings,
+            "stats": stats,
+            "state": new_state,
+        }
