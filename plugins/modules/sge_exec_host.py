@@ -1,0 +1,447 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gridengine.balancer developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: sge_exec_host
+short_description: Register or remove a Grid Engine execution host
+version_added: 0.1.0
+author:
+  - gridengine.balancer developers (@gridengine)
+description:
+  - Registers a host with the qmaster as an administrative host (C(qconf -ah)), an execution
+    host (C(qconf -Ae FILE)) and optionally a submit host (C(qconf -as)), or removes it again.
+    Reads the lists first (C(qconf -sh), C(-sel), C(-ss)) and changes only what differs.
+  - O(complex_values) of an existing execution host are compared with C(qconf -se) and changed
+    with C(qconf -Me FILE). C(qconf -ae)/C(-me) start an editor and are never used. Object files
+    are private temporary files (mode 0600), removed afterwards.
+  - The qmaster caches failed host name lookups for about a minute, so a node name that is
+    added soon after it failed to resolve (or soon after it was removed) fails with
+    C(can't resolve hostname). The module retries C(qconf -ah), C(-Ae) and C(-as) for up to
+    O(resolve_timeout) seconds.
+  - O(state=absent) refuses while the host is still a member of a host group or named in a
+    cluster queue's C(hostlist) (C(qconf -de) would fail), naming them; with
+    O(purge_references=true) it removes it from them first (C(qconf -dattr)) and also purges
+    the queues' per-host values for it (C(qconf -purge queue '*' queue@host)), which would
+    otherwise apply again to a new host of the same name. Then it stops the host's execd with
+    C(qconf -ke) when the qmaster has load values from it (C(qhost -h HOST -xml)), and removes
+    it with C(qconf -de), C(qconf -dh) and, for a submit host, C(qconf -ds). The qmaster host
+    itself (C($SGE_ROOT/$SGE_CELL/common/act_qmaster)) stays an administrative host, as Grid
+    Engine requires.
+options:
+  name:
+    description:
+      - Host name (RFC 1123 labels separated by dots), as the qmaster resolves it.
+      - Nothing runs when it is not a valid host name.
+    type: str
+    required: true
+  state:
+    description:
+      - V(present) registers the host, V(absent) removes every registration.
+    type: str
+    choices: [present, absent]
+    default: present
+  admin_host:
+    description:
+      - With O(state=present), V(true) makes sure that the host is an administrative host
+        (C(qconf -ah)). V(false) leaves its administrative host entry as it is.
+    type: bool
+    default: true
+  submit_host:
+    description:
+      - With O(state=present), V(true) makes sure that the host is a submit host (C(qconf -as)).
+        V(false) leaves its submit host entry as it is (it is never removed by
+        O(state=present); O(state=absent) removes it).
+    type: bool
+    default: false
+  complex_values:
+    description:
+      - Complex values of the execution host (C(complex_values) in host_conf(5)), as a dictionary
+        of complex name to value, for example C(slots) to C(4) and C(h_vmem) to C(8G).
+      - When given, the host's list is made exactly this (an empty dictionary gives C(NONE)).
+        When not given, the current list is kept (and a new host gets C(NONE)).
+    type: dict
+  purge_references:
+    description:
+      - With O(state=absent), remove the host from every host group and queue C(hostlist) that
+        names it, and purge the per-host queue values kept for it, instead of failing.
+    type: bool
+    default: false
+  resolve_timeout:
+    description:
+      - Seconds to keep retrying C(qconf -ah), C(-Ae) and C(-as) while the qmaster answers
+        C(can't resolve hostname). C(0) does not retry.
+    type: int
+    default: 90
+  sge_root:
+    description:
+      - Grid Engine installation directory (E(SGE_ROOT)).
+    type: path
+    default: /var/lib/gridengine
+  sge_cell:
+    description:
+      - Grid Engine cell (E(SGE_CELL)).
+    type: str
+    default: default
+  sge_qmaster_port:
+    description:
+      - TCP port of the qmaster (E(SGE_QMASTER_PORT)).
+      - When not set, the value from C($SGE_ROOT/$SGE_CELL/common/settings.sh) is used, else
+        Grid Engine's own default.
+    type: int
+notes:
+  - Run it on the qmaster host or another Grid Engine admin host, as a Grid Engine manager.
+  - The host name must resolve on the qmaster (and back to the same name).
+  - It does not wait for jobs to end. Drain the host first (M(gridengine.balancer.sge_queue)
+    with O(gridengine.balancer.sge_queue#module:instance_state=disabled)); Grid Engine refuses
+    C(qconf -de) while a queue instance on the host still has jobs.
+  - In check mode nothing is run that changes the cluster; the result tells what would change.
+attributes:
+  check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
+    support: full
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+    support: full
+seealso:
+  - module: gridengine.balancer.sge_hostgroup
+  - module: gridengine.balancer.sge_queue
+  - name: Grid Engine host_conf(5)
+    description: The execution host attributes.
+    link: https://arc.liv.ac.uk/SGE/htmlman/htmlman5/host_conf.html
+"""
+
+EXAMPLES = r"""
+- name: Register a new node (admin and execution host)
+  gridengine.balancer.sge_exec_host:
+    name: node003
+
+- name: Register a node that may also submit jobs, with 4 slots
+  gridengine.balancer.sge_exec_host:
+    name: node004
+    submit_host: true
+    complex_values:
+      slots: 4
+
+- name: Remove a drained node, taking it out of host groups and queues first
+  gridengine.balancer.sge_exec_host:
+    name: node003
+    state: absent
+    purge_references: true
+"""
+
+RETURN = r"""
+name:
+  description: The host name.
+  returned: always
+  type: str
+  sample: node003
+admin_host:
+  description: Whether the host is an administrative host after the run; in check mode, would be.
+  returned: always
+  type: bool
+  sample: true
+exec_host:
+  description: Whether the host is an execution host after the run; in check mode, would be.
+  returned: always
+  type: bool
+  sample: true
+submit_host:
+  description: Whether the host is a submit host after the run; in check mode, would be.
+  returned: always
+  type: bool
+  sample: false
+complex_values:
+  description: The execution host's complex values after the run, as C(name=value) pairs.
+  returned: always
+  type: dict
+  sample: {"slots": "4"}
+references:
+  description:
+    - With O(state=absent), the host groups and cluster queues that named the host, as
+      C(hostgroups) and C(queues) lists; C(overrides) lists the queues with per-host values
+      for it.
+  returned: when O(state=absent)
+  type: dict
+  sample: {"hostgroups": ["@allhosts"], "queues": [], "overrides": ["all.q"]}
+commands:
+  description:
+    - The commands that changed the cluster, in order; in check mode, those that would have run.
+      C(FILE) stands for the temporary object file. On failure, the commands run so far, the
+      failing one last.
+  returned: always
+  type: list
+  elements: str
+  sample: ["qconf -ah node003", "qconf -Ae FILE"]
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin import (
+    EXEC_HOST_ATTRIBUTES,
+    EXEC_HOST_TEMPLATE,
+    SgeAdmin,
+    SgeAdminError,
+    check_names,
+    find_member,
+    parse_pairs,
+    same_host,
+    same_value,
+    sge_argument_spec,
+    split_list,
+    split_value,
+    to_sge_value,
+    value_error,
+)
+
+
+def _pairs_text(pairs):
+    if not pairs:
+        return "NONE"
+    return ",".join("%s=%s" % (k, pairs[k]) for k in sorted(pairs))
+
+
+def _wanted_complex_values(values):
+    if values is None:
+        return None
+    wanted = {}
+    for key in sorted(values):
+        if not key or any(c in key for c in "=,[] \t\n"):
+            raise SgeAdminError("complex_values: %r is not a complex name" % key)
+        text = to_sge_value("complex_values", values[key])
+        msg = value_error("complex_values.%s" % key, text)
+        if msg or text == "NONE" or any(c in text for c in ",[] "):
+            raise SgeAdminError(msg or "complex_values.%s: %r is not a single value" % (key, text))
+        wanted[key] = text
+    return wanted
+
+
+def _same_pairs(a, b):
+    return set(a) == set(b) and all(same_value("complex_values", a[k], b[k]) for k in a)
+
+
+def _state_text(name, reg):
+    if not any((reg["admin_host"], reg["exec_host"], reg["submit_host"])):
+        return ""
+    lines = ["hostname %s" % name,
+             "admin_host %s" % ("yes" if reg["admin_host"] else "no"),
+             "exec_host %s" % ("yes" if reg["exec_host"] else "no"),
+             "submit_host %s" % ("yes" if reg["submit_host"] else "no")]
+    if reg["exec_host"]:
+        lines.append("complex_values %s" % _pairs_text(reg["complex_values"]))
+    for key in ("hostgroups", "queues"):
+        if reg.get(key):
+            lines.append("%s %s" % (key, " ".join(reg[key])))
+    return "\n".join(lines) + "\n"
+
+
+def _registration(admin, label, name):
+    """Current registration of ``name``: lists, canonical name, exec host object."""
+    lists = {
+        "admin_host": admin.show_list(label, "-sh"),
+        "exec_host": admin.show_list(label, "-sel"),
+        "submit_host": admin.show_list(label, "-ss"),
+    }
+    reg = {"names": {}}
+    for key, names in lists.items():
+        match = [n for n in names if same_host(n, name)]
+        reg[key] = bool(match)
+        if match:
+            reg["names"][key] = match[0]
+    reg["object"] = None
+    reg["complex_values"] = {}
+    if reg["exec_host"]:
+        obj = admin.show_object(label, "-se", reg["names"]["exec_host"])
+        if obj is None:
+            reg["exec_host"] = False
+        else:
+            reg["object"] = obj
+            reg["complex_values"] = parse_pairs(obj.get("complex_values", "NONE"))
+    return reg
+
+
+def _is_qmaster(admin, host):
+    """True when ``host`` is named in ``$SGE_ROOT/$SGE_CELL/common/act_qmaster``."""
+    path = os.path.join(admin.root, admin.cell, "common", "act_qmaster")
+    try:
+        with open(path) as handle:
+            master = handle.read().strip()
+    except (IOError, OSError):
+        return False
+    return bool(master) and same_host(master, host)
+
+
+def _references(admin, label, host):
+    groups = []
+    for group in admin.show_list(label, "-shgrpl"):
+        obj = admin.show_object(label, "-shgrp", group)
+        if obj is not None:
+            member = find_member(host, split_list(obj.get("hostlist", "NONE")))
+            if member is not None:
+                groups.append((group, member))
+    queues = []
+    overrides = []
+    for queue in admin.show_list(label, "-sql"):
+        obj = admin.show_object(label, "-sq", queue)
+        if obj is None:
+            continue
+        member = find_member(host, split_list(obj.get("hostlist", "NONE")))
+        if member is not None:
+            queues.append((queue, member))
+        for attr, value in obj.items():
+            if attr in ("qname", "hostlist"):
+                continue
+            hits = [h for h, _v in split_value(value)[1] if not h.startswith("@")
+                    and same_host(h, host)]
+            if hits:
+                overrides.append((queue, hits[0]))
+                break
+    return groups, queues, overrides
+
+
+def present(module, admin, label, name, before):
+    p = module.params
+    timeout = max(p["resolve_timeout"], 0)
+    wanted_cv = _wanted_complex_values(p["complex_values"])
+    after = dict(before)
+    after["names"] = dict(before["names"])
+    if p["admin_host"] and not before["admin_host"]:
+        admin.change(label, "qconf", ["-ah", name], resolve_timeout=timeout)
+        after["admin_host"] = True
+    if not before["exec_host"]:
+        obj = dict(EXEC_HOST_TEMPLATE)
+        obj["hostname"] = name
+        obj["complex_values"] = _pairs_text(wanted_cv or {})
+        admin.change_with_file(label, "-Ae", obj, resolve_timeout=timeout)
+        after["exec_host"] = True
+        after["complex_values"] = dict(wanted_cv or {})
+    elif wanted_cv is not None and not _same_pairs(before["complex_values"], wanted_cv):
+        current = before["object"]
+        obj = dict((k, current.get(k, "NONE")) for k in EXEC_HOST_ATTRIBUTES)
+        obj["complex_values"] = _pairs_text(wanted_cv)
+        admin.change_with_file(label, "-Me", obj)
+        after["complex_values"] = dict(wanted_cv)
+    if p["submit_host"] and not before["submit_host"]:
+        admin.change(label, "qconf", ["-as", name], resolve_timeout=timeout)
+        after["submit_host"] = True
+    return after, wanted_cv
+
+
+def absent(module, admin, label, name, before, result):
+    after = dict(before, admin_host=False, exec_host=False, submit_host=False, complex_values={})
+    groups, queues, overrides = ([], [], [])
+    if before["exec_host"]:
+        groups, queues, overrides = _references(admin, label, name)
+    result["references"] = dict(hostgroups=[g for g, _m in groups], queues=[q for q, _m in queues],
+                                overrides=[q for q, _m in overrides])
+    before["hostgroups"] = result["references"]["hostgroups"]
+    before["queues"] = result["references"]["queues"]
+    if (groups or queues) and not module.params["purge_references"]:
+        named = ["host group %s" % g for g, _m in groups] + \
+                ["the hostlist of cluster queue %s" % q for q, _m in queues]
+        raise SgeAdminError(
+            "%s is still referenced by %s; Grid Engine refuses to delete it. Remove it there "
+            "first (gridengine.balancer.sge_hostgroup mode=remove, gridengine.balancer.sge_queue) "
+            "or set purge_references=true" % (label, ", ".join(named)))
+    if overrides and not module.params["purge_references"]:
+        module.warn(
+            "%s keeps per-host values in cluster queue(s) %s; they apply again to a new host "
+            "of this name (purge_references=true removes them)"
+            % (label, ", ".join(q for q, _m in overrides)))
+    for group, member in groups:
+        admin.change(label, "qconf", ["-dattr", "hostgroup", "hostlist", member, group])
+    for queue, member in queues:
+        admin.change(label, "qconf", ["-dattr", "queue", "hostlist", member, queue])
+    if module.params["purge_references"]:
+        for queue, member in overrides:
+            admin.change(label, "qconf", ["-purge", "queue", "*", "%s@%s" % (queue, member)])
+    if before["exec_host"]:
+        exec_name = before["names"]["exec_host"]
+        if admin.execd_reporting(label, exec_name):
+            try:
+                admin.change(label, "qconf", ["-ke", exec_name])
+            except SgeAdminError as exc:
+                text = getattr(exc, "output", "")
+                if "no execd known on host" not in text and "failed sending" not in text:
+                    raise
+                module.warn(
+                    "%s: execd was not reachable (%s); removing the host anyway" % (label, text))
+        admin.change(label, "qconf", ["-de", exec_name])
+    if before["admin_host"]:
+        if _is_qmaster(admin, before["names"]["admin_host"]):
+            # Grid Engine refuses: "denied: can't delete master host ... from admin host list"
+            module.warn("%s is the qmaster host (act_qmaster); it stays an administrative host"
+                        % label)
+            after["admin_host"] = True
+        else:
+            admin.change(label, "qconf", ["-dh", before["names"]["admin_host"]])
+    if before["submit_host"]:
+        admin.change(label, "qconf", ["-ds", before["names"]["submit_host"]])
+    return after
+
+
+def run(module, admin):
+    name = module.params["name"]
+    label = "exec host %s" % name
+    result = {}
+    if module.params["state"] == "present":
+        # validate complex_values before anything runs
+        _wanted_complex_values(module.params["complex_values"])
+    before = _registration(admin, label, name)
+    if module.params["state"] == "present":
+        after, wanted_cv = present(module, admin, label, name, before)
+        if admin.commands and not module.check_mode:
+            after = _registration(admin, label, name)
+            if wanted_cv is not None and not _same_pairs(after["complex_values"], wanted_cv):
+                module.warn(
+                    "%s: complex_values given as %s; Grid Engine stored %s"
+                    % (label, _pairs_text(wanted_cv), _pairs_text(after["complex_values"])))
+    else:
+        after = absent(module, admin, label, name, before, result)
+    result.update(
+        changed=bool(admin.commands),
+        name=name,
+        admin_host=after["admin_host"],
+        exec_host=after["exec_host"],
+        submit_host=after["submit_host"],
+        complex_values=after["complex_values"],
+        commands=admin.commands,
+    )
+    if module._diff:
+        result["diff"] = dict(before=_state_text(name, before), after=_state_text(name, after),
+                              before_header=label, after_header=label)
+    return result
+
+
+def main():
+    argument_spec = dict(
+        name=dict(type="str", required=True),
+        state=dict(type="str", choices=["present", "absent"], default="present"),
+        admin_host=dict(type="bool", default=True),
+        submit_host=dict(type="bool", default=False),
+        complex_values=dict(type="dict"),
+        purge_references=dict(type="bool", default=False),
+        resolve_timeout=dict(type="int", default=90),
+    )
+    argument_spec.update(sge_argument_spec())
+    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    admin = None
+    try:
+        check_names("host", [module.params["name"]], "name")
+        admin = SgeAdmin(module, module.params["sge_root"], module.params["sge_cell"],
+                         module.params["sge_qmaster_port"])
+        result = run(module, admin)
+    except SgeAdminError as exc:
+        module.fail_json(msg=str(exc), commands=admin.commands if admin else [])
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
