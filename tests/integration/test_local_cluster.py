@@ -1,0 +1,297 @@
+# -*- coding: utf-8 -*-
+# Copyright: gridengine.balancer developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Integration tests against the real local Grid Engine cluster.
+
+Bring the cluster up first (docs/local-cluster.md):
+
+    ansible-playbook playbooks/local_cluster.yml -e cluster=mycluster -e local_cluster_nodes=2
+    .venv/bin/pytest tests/integration -m integration
+
+Nothing here is mocked: the qmaster, the execds, the nodes' sshd and namespaces are real. The
+only stand-in of the local cluster is NFS (no kernel NFS on these machines); no test here uses it.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import json
+import os
+import pwd
+import re
+import shutil
+import subprocess
+import time
+import uuid
+
+import pytest
+
+from ansible_collections.gridengine.balancer.plugins.module_utils import local_node as ln
+
+pytestmark = pytest.mark.integration
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+VENV_BIN = os.path.join(REPO, '.venv', 'bin')
+CLUSTER = os.environ.get('GEB_TEST_CLUSTER', 'mycluster')
+STATE_DIR = '/var/lib/gridengine-balancer/local-nodes'
+NODES_YML = os.path.join(REPO, 'inventory', 'local', 'nodes.yml')
+# C.UTF-8: Grid Engine's output as in C, and ansible insists on a UTF-8 locale
+SGE_ENV = {'SGE_ROOT': '/var/lib/gridengine', 'SGE_CELL': 'default', 'LC_ALL': 'C.UTF-8'}
+JOB_USER = 'tester'
+MASTER_HOST = os.environ.get('GEB_TEST_MASTER', 'vm')
+# the extra node of test_provider_launch_terminate: a name and address no cluster uses
+EXTRA_NAME = 'itest-extra'
+EXTRA_ADDRESS = '10.77.0.250'
+
+
+def _tool(name):
+    path = os.path.join(VENV_BIN, name)
+    return path if os.path.exists(path) else shutil.which(name)
+
+
+def _run(argv, env=None, timeout=300, **kwargs):
+    full_env = dict(os.environ)
+    full_env.update(SGE_ENV)
+    full_env.update(env or {})
+    return subprocess.run(argv, cwd=REPO, env=full_env, timeout=timeout, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, universal_newlines=True, check=False, **kwargs)
+
+
+def _cluster_nodes():
+    """Running local nodes of the cluster, from the provider's state directory."""
+    nodes = []
+    for record in ln.list_records(STATE_DIR):
+        if record.get('cluster') == CLUSTER and ln.running_pid(STATE_DIR, record):
+            nodes.append(record['name'])
+    return nodes
+
+
+def _qhost():
+    """{host: load or None} from qhost."""
+    proc = _run(['qhost'])
+    assert proc.returncode == 0, proc.stderr
+    hosts = {}
+    for line in proc.stdout.splitlines()[3:]:
+        fields = line.split()
+        if len(fields) >= 7:
+            hosts[fields[0]] = None if fields[6] == '-' else float(fields[6])
+    return hosts
+
+
+def _why_not_up():
+    if os.geteuid() != 0:
+        return 'needs root (namespaces, Grid Engine admin commands)'
+    if not shutil.which('qstat') or _tool('ansible') is None:
+        return 'Grid Engine client or ansible not installed (bash scripts/setup.sh)'
+    if _run(['qstat']).returncode != 0:
+        return ('the qmaster does not answer: bring the cluster up with '
+                'ansible-playbook playbooks/local_cluster.yml -e cluster=%s' % CLUSTER)
+    if not _cluster_nodes():
+        return ('cluster %s has no running local node: ansible-playbook '
+                'playbooks/local_cluster.yml -e cluster=%s' % (CLUSTER, CLUSTER))
+    return None
+
+
+@pytest.fixture(scope='module')
+def cluster_nodes():
+    reason = _why_not_up()
+    if reason:
+        pytest.skip(reason)
+    return _cluster_nodes()
+
+
+def test_nodes_answer_ssh(cluster_nodes):
+    """ansible reaches the master (local) and every node (ssh, the provider's key)."""
+    proc = _run([_tool('ansible'), CLUSTER, '-m', 'ansible.builtin.ping'],
+                env={'ANSIBLE_LOAD_CALLBACK_PLUGINS': '1', 'ANSIBLE_STDOUT_CALLBACK': 'json'})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    hosts = json.loads(proc.stdout)['plays'][0]['tasks'][0]['hosts']
+    for node in cluster_nodes:
+        assert hosts.get(node, {}).get('ping') == 'pong', (node, hosts.get(node))
+
+
+def test_qhost_lists_nodes_with_load(cluster_nodes):
+    hosts = _qhost()
+    for node in cluster_nodes:
+        assert node in hosts, 'qhost does not list %s: %s' % (node, sorted(hosts))
+        assert hosts[node] is not None, '%s reports no load (execd down?)' % node
+
+
+def test_job_runs_on_a_node(cluster_nodes, tmp_path):
+    """A job script submitted as the job user runs on a node and exits 0 (qacct + marker)."""
+    try:
+        user = pwd.getpwnam(JOB_USER)
+    except KeyError:
+        pytest.skip('job user %s does not exist (roles/sge_master creates it)' % JOB_USER)
+    node = cluster_nodes[0]
+    tag = 'itest-' + uuid.uuid4().hex[:8]
+    # /home is shared by the master and the nodes: the job's files live in the user's home, so
+    # the job user can write them on the node (unwritable output paths put a job into Eqw).
+    work = os.path.join(user.pw_dir, tag)
+    os.mkdir(work, 0o755)
+    os.chown(work, user.pw_uid, user.pw_gid)
+    script = os.path.join(work, 'job.sh')
+    with open(script, 'w') as handle:
+        # a job script, not "qsub -b y sh -c ...", which loses the quoting
+        handle.write('#!/bin/sh\n'
+                     'hostname > "%s/ran-on"\n'
+                     'id -un >> "%s/ran-on"\n'
+                     'exit 0\n' % (work, work))
+    os.chmod(script, 0o755)
+    os.chown(script, user.pw_uid, user.pw_gid)
+    try:
+        proc = _run(['runuser', '-u', JOB_USER, '--', 'env',
+                     'SGE_ROOT=' + SGE_ENV['SGE_ROOT'], 'SGE_CELL=' + SGE_ENV['SGE_CELL'],
+                     'qsub', '-terse', '-N', tag, '-S', '/bin/sh', '-l', 'hostname=' + node,
+                     '-o', os.path.join(work, 'job.out'), '-e', os.path.join(work, 'job.err'),
+                     script])
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        job_id = proc.stdout.strip().split('.')[0]
+        assert job_id.isdigit(), proc.stdout
+
+        # the accounting record is written when the job ends (flushed within ~15 s)
+        deadline = time.time() + 120
+        acct = None
+        while time.time() < deadline:
+            result = _run(['qacct', '-j', job_id])
+            if result.returncode == 0 and 'exit_status' in result.stdout:
+                acct = result.stdout
+                break
+            time.sleep(1)
+        assert acct is not None, 'job %s has no accounting record after 120 s; qstat: %s' % (
+            job_id, _run(['qstat', '-j', job_id]).stdout)
+        fields = dict(re.findall(r'^(\w+)\s+(.*?)\s*$', acct, re.M))
+        assert fields.get('hostname') == node, fields
+        assert fields.get('owner') == JOB_USER, fields
+        assert fields.get('failed', '').split()[0] == '0', fields
+        assert fields.get('exit_status', '').split()[0] == '0', fields
+        with open(os.path.join(work, 'ran-on')) as handle:
+            assert handle.read().split() == [node, JOB_USER]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _playbook(tmp_path, name, text, extra=()):
+    path = tmp_path / name
+    path.write_text(text)
+    return _run([_tool('ansible-playbook'), str(path)] + list(extra))
+
+
+LAUNCH = '''
+- name: Launch the extra node with the provider role
+  hosts: {cluster}_master
+  gather_facts: false
+  tasks:
+    - name: Launch
+      ansible.builtin.include_role:
+        name: gridengine.balancer.provider_local
+        tasks_from: launch
+      vars:
+        provider_cluster: itest
+        provider_node_name: {name}
+        provider_node_address: {address}
+    - name: Check the provider interface's output
+      ansible.builtin.assert:
+        that:
+          - provider_node.name == '{name}'
+          - provider_node.address == '{address}'
+          - provider_node.provider == 'local'
+          - provider_node.state == 'present'
+- name: The launched node is reachable over ssh
+  hosts: itest_nodes
+  gather_facts: false
+  tasks:
+    - name: Ping
+      ansible.builtin.ping:
+    - name: It is its own host
+      ansible.builtin.command:
+        argv: [hostname]
+      register: itest_hostname
+      changed_when: false
+      failed_when: itest_hostname.stdout != '{name}'
+'''
+
+TERMINATE = '''
+- name: Terminate the extra node with the provider role
+  hosts: {cluster}_master
+  gather_facts: false
+  tasks:
+    - name: Terminate
+      ansible.builtin.include_role:
+        name: gridengine.balancer.provider_local
+        tasks_from: terminate
+      vars:
+        provider_node_name: {name}
+    - name: Check the provider interface's output
+      ansible.builtin.assert:
+        that:
+          - provider_node.name == '{name}'
+          - provider_node.state == 'absent'
+'''
+
+
+def _node_processes(name):
+    init = os.path.join(STATE_DIR, name, ln.INIT_NAME)
+    found = []
+    for entry in os.listdir('/proc'):
+        if entry.isdigit():
+            argv = ln.cmdline(int(entry)) or []
+            if init in argv:
+                found.append(int(entry))
+    return found
+
+
+def _recap_changed(output, host):
+    match = re.search(r'^%s\s*:.*changed=(\d+)' % re.escape(host), output, re.M)
+    assert match, output
+    return int(match.group(1))
+
+
+def test_provider_launch_terminate(cluster_nodes, tmp_path):
+    """Launch an extra node with the provider role, then terminate it: nothing is left."""
+    name, address = EXTRA_NAME, EXTRA_ADDRESS
+    assert not os.path.exists(os.path.join(STATE_DIR, name)), 'left over from an earlier run'
+    fmt = dict(cluster=CLUSTER, name=name, address=address)
+
+    # check mode of the module: would launch, changes nothing
+    proc = _run([_tool('ansible'), CLUSTER + '_master', '--check', '-m',
+                 'gridengine.balancer.local_node', '-a', 'name=%s address=%s' % (name, address)],
+                env={'ANSIBLE_LOAD_CALLBACK_PLUGINS': '1', 'ANSIBLE_STDOUT_CALLBACK': 'json'})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    result = list(json.loads(proc.stdout)['plays'][0]['tasks'][0]['hosts'].values())[0]
+    assert result['changed'] is True and result['msg'].startswith('would launch'), result
+    assert not os.path.exists(os.path.join(STATE_DIR, name))
+    assert not os.path.exists('/run/netns/' + name)
+
+    try:
+        start = time.time()
+        proc = _playbook(tmp_path, 'launch.yml', LAUNCH.format(**fmt))
+        launch_seconds = time.time() - start
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert os.path.exists('/run/netns/' + name)
+        assert _run(['ip', 'link', 'show', 'dev', ln.veth_name(name)]).returncode == 0
+        assert os.path.isfile(os.path.join(STATE_DIR, name, ln.RECORD))
+        assert _node_processes(name), 'no process of the node runs'
+        with open(NODES_YML) as handle:
+            assert name in handle.read(), 'nodes.yml does not list the node'
+
+        # launching again changes nothing
+        proc = _playbook(tmp_path, 'launch.yml', LAUNCH.format(**fmt))
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert _recap_changed(proc.stdout, name) == 0
+        master_changed = _recap_changed(proc.stdout, MASTER_HOST)
+        assert master_changed == 0, proc.stdout
+    finally:
+        proc = _playbook(tmp_path, 'terminate.yml', TERMINATE.format(**fmt))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert not os.path.exists('/run/netns/' + name)
+    assert _run(['ip', 'link', 'show', 'dev', ln.veth_name(name)]).returncode != 0
+    assert not os.path.exists(os.path.join(STATE_DIR, name))
+    assert not _node_processes(name)
+    if os.path.exists(NODES_YML):
+        with open(NODES_YML) as handle:
+            assert name not in handle.read()
+    # the cluster's own nodes are untouched (and the bridge stays for them)
+    assert set(cluster_nodes) <= set(_cluster_nodes())
+    assert _run(['ip', 'link', 'show', 'dev', 'sgebr0']).returncode == 0
+    print('launch of %s took %.1f s' % (name, launch_seconds))
