@@ -1,0 +1,221 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gridengine.balancer developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""gridengine.balancer.sge_queue_facts, table-driven (test_sge_queue_facts.yaml): every case lists
+the commands expected (argv and environment), the rc/out/err they return and the result expected.
+Outputs come from tests/unit/fixtures/sge (real Grid Engine output, see PROVENANCE.md)."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import json
+import os
+import time
+
+import pytest
+import yaml
+
+from ansible.module_utils import basic
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.gridengine.balancer.plugins.modules import sge_queue_facts
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURES = os.path.join(HERE, "..", "..", "fixtures", "sge")
+with open(os.path.join(HERE, "test_sge_queue_facts.yaml")) as _handle:
+    CASES = yaml.safe_load(_handle)["test_cases"]
+
+
+def substitute(value, sge_root):
+    if isinstance(value, str):
+        return value.replace("{sge_root}", sge_root)
+    if isinstance(value, list):
+        return [substitute(v, sge_root) for v in value]
+    if isinstance(value, dict):
+        return dict((k, substitute(v, sge_root)) for k, v in value.items())
+    return value
+
+
+def assert_subset(expected, actual, path="result"):
+    if isinstance(expected, dict) and "__len__" in expected:
+        assert len(actual) == expected["__len__"], path
+    elif isinstance(expected, dict):
+        assert isinstance(actual, dict), "%s: %r is not a dict" % (path, actual)
+        for key, value in expected.items():
+            assert key in actual, "%s: no key %r in %r" % (path, key, sorted(actual))
+            assert_subset(value, actual[key], "%s.%s" % (path, key))
+    elif isinstance(expected, list):
+        assert isinstance(actual, list) and len(actual) == len(expected), \
+            "%s: %r != %r" % (path, actual, expected)
+        for i, (exp, act) in enumerate(zip(expected, actual)):
+            assert_subset(exp, act, "%s[%d]" % (path, i))
+    elif isinstance(expected, float):
+        assert actual == pytest.approx(expected), path
+    else:
+        assert actual == expected, "%s: %r != %r" % (path, actual, expected)
+
+
+class RunCommandMock(object):
+    """Stands in for AnsibleModule.run_command: checks each call against the table, in order."""
+
+    def __init__(self, calls):
+        self.calls = list(calls)
+        self.done = 0
+
+    def __call__(self, module, args, **kwargs):
+        assert self.done < len(self.calls), "unexpected command %r" % (args,)
+        call = self.calls[self.done]
+        self.done += 1
+        assert isinstance(args, list), "commands are argv lists, never strings"
+        assert not kwargs.get("use_unsafe_shell")
+        assert args == call["command"]
+        assert kwargs.get("environ_update") == call["environ"]
+        assert kwargs.get("check_rc") is False
+        if "out_file" in call:
+            with open(os.path.join(FIXTURES, call["out_file"]), "rb") as handle:
+                out = handle.read()
+        else:
+            out = call.get("out", "").encode("utf-8")
+        err = call.get("err", "").encode("utf-8")
+        if kwargs.get("encoding", "utf-8") is not None:
+            out, err = out.decode("utf-8"), err.decode("utf-8")
+        return call["rc"], out, err
+
+
+@pytest.fixture(autouse=True)
+def utc_zone(monkeypatch):
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def make_sge_root(tmp_path, case):
+    root = tmp_path / "sge"
+    cell = case.get("settings_cell", "default")
+    common = root / cell / "common"
+    common.mkdir(parents=True)
+    lines = ["SGE_ROOT=%s; export SGE_ROOT" % root, "SGE_CELL=%s; export SGE_CELL" % cell,
+             "SGE_ARCH=lx-amd64; export SGE_ARCH"] + case.get("settings", [])
+    (common / "settings.sh").write_text("\n".join(lines) + "\n")
+    return str(root)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_sge_queue_facts(case, tmp_path, monkeypatch, capsys):
+    sge_root = make_sge_root(tmp_path, case)
+    case = substitute(case, sge_root)
+    bin_dir = os.path.join(sge_root, "bin", "lx-amd64")
+    found = case.get("bins", {"qstat": True, "qhost": True, "qacct": True})
+
+    def get_bin_path(module, name, required=False, opt_dirs=None):
+        assert opt_dirs == [bin_dir]
+        return os.path.join(bin_dir, name) if found.get(name) else None
+
+    run_command = RunCommandMock(case["mocks"]["run_command"])
+
+    def fake_run_command(module, args, **kwargs):
+        return run_command(module, args, **kwargs)
+
+    monkeypatch.setattr(basic.AnsibleModule, "run_command", fake_run_command)
+    monkeypatch.setattr(basic.AnsibleModule, "get_bin_path", get_bin_path)
+    monkeypatch.setattr(sge_queue_facts, "_now", lambda: case["now"])
+
+    with patch_module_args(case["input"]):
+        with pytest.raises(SystemExit):
+            sge_queue_facts.main()
+    result = json.loads(capsys.readouterr().out)
+
+    assert run_command.done == len(run_command.calls), "commands expected but not run"
+    assert_subset(case["output"], result)
+    for key in case.get("absent", []):
+        assert key not in result, "%s should not be in %r" % (key, sorted(result))
+    if not result.get("failed"):
+        assert result["changed"] is False
+
+
+# ---------------------------------------------------------------------------------------------
+# plugins/module_utils/sge_cmd.py (environment, argv, and running real commands)
+# ---------------------------------------------------------------------------------------------
+
+from ansible_collections.gridengine.balancer.plugins.module_utils import sge_cmd  # noqa: E402
+
+
+def test_settings_sh_literal_values_only(tmp_path):
+    common = tmp_path / "default" / "common"
+    common.mkdir(parents=True)
+    (common / "settings.sh").write_text(
+        "SGE_ROOT=/var/lib/gridengine; export SGE_ROOT\n"
+        "SGE_CELL=default; export SGE_CELL\n"
+        "SGE_ARCH=`$SGE_ROOT/util/arch`; export SGE_ARCH\n"
+        "SGE_QMASTER_PORT=6444; export SGE_QMASTER_PORT\n"
+        "SGE_EXECD_PORT=6445\n"
+        "unset SGE_CLUSTER_NAME\n")
+    settings = sge_cmd.read_settings(str(tmp_path), "default")
+    assert settings == {"SGE_ROOT": "/var/lib/gridengine", "SGE_CELL": "default",
+                        "SGE_QMASTER_PORT": "6444", "SGE_EXECD_PORT": "6445"}
+    assert sge_cmd.read_settings(str(tmp_path), "nocell") == {}
+
+
+def test_environment_precedence():
+    assert sge_cmd.sge_environment(None, None, None, {}) == {
+        "SGE_ROOT": "/var/lib/gridengine", "SGE_CELL": "default", "LC_ALL": "C"}
+    settings = {"SGE_QMASTER_PORT": "6446"}
+    assert sge_cmd.sge_environment("/opt/sge", "remote", None, settings)["SGE_QMASTER_PORT"] == "6446"
+    assert sge_cmd.sge_environment("/opt/sge", "remote", 7000, settings)["SGE_QMASTER_PORT"] == "7000"
+
+
+def test_arch_from_settings_or_single_bin_directory(tmp_path):
+    assert sge_cmd.sge_arch(str(tmp_path), {"SGE_ARCH": "lx-arm64"}) == "lx-arm64"
+    (tmp_path / "bin" / "lx-ppc64le").mkdir(parents=True)
+    assert sge_cmd.sge_arch(str(tmp_path), {}) == "lx-ppc64le"
+
+
+def test_argv_lists():
+    assert sge_cmd.qstat_argv("/b/qstat") == ["/b/qstat", "-u", "*", "-f", "-r", "-xml"]
+    assert sge_cmd.qhost_argv("/b/qhost") == ["/b/qhost", "-q", "-xml"]
+    assert sge_cmd.qacct_argv("/b/qacct", 1700000000 - 3600) == ["/b/qacct", "-j", "-b", "2311142113"]
+    assert sge_cmd.describe(["/b/qstat", "-u", "*", "-xml"]) == "qstat -u '*' -xml"
+
+
+def _module():
+    with patch_module_args({}):
+        return basic.AnsibleModule(argument_spec={})
+
+
+def test_run_sge_reads_large_output_with_run_command(tmp_path):
+    # a real subprocess through AnsibleModule.run_command: 8 MB on stdout while stderr is written
+    # too (no deadlock), read linearly by PipeDrain
+    script = tmp_path / "emit.py"
+    script.write_text("import sys\n"
+                      "for i in range(8):\n"
+                      "    sys.stdout.write('x' * (1024 * 1024)); sys.stdout.flush()\n"
+                      "    sys.stderr.write('warning %d\\n' % i); sys.stderr.flush()\n")
+    import sys
+    out = sge_cmd.run_sge(_module(), [sys.executable, str(script)], {})
+    assert isinstance(out, (bytes, bytearray)) and out == b"x" * (8 * 1024 * 1024)
+
+
+def test_run_sge_failure_names_command_rc_and_first_stderr_line():
+    with pytest.raises(sge_cmd.SgeCommandError) as exc:
+        sge_cmd.run_sge(_module(), ["sh", "-c", "echo partial; echo 'error: commlib error: got "
+                                    "select error (Connection refused)' >&2; echo more >&2; exit 1"])
+    assert str(exc.value) == ("sh -c 'echo partial; echo '\"'\"'error: commlib error: got select error "
+                              "(Connection refused)'\"'\"' >&2; echo more >&2; exit 1' failed (rc 1): "
+                              "error: commlib error: got select error (Connection refused)")
+
+
+def test_run_sge_passes_lc_all_and_no_shell():
+    out = sge_cmd.run_sge(_module(), ["sh", "-c", 'printf "%s|%s" "$LC_ALL" "$SGE_CELL"'],
+                          {"SGE_CELL": "x;$(reboot)", "LC_ALL": "de_DE.UTF-8"})
+    assert out == b"C|x;$(reboot)"
+
+
+def test_run_qacct_without_accounting_file_is_empty():
+    module = _module()
+    argv = ["sh", "-c", "echo 'no jobs running since startup'; echo "
+            "'/var/lib/gridengine/default/common/accounting: No such file or directory' >&2; exit 1"]
+    assert sge_cmd.run_qacct(module, argv) == b""
+    with pytest.raises(sge_cmd.SgeCommandError, match=r"failed \(rc 2\): error: denied$"):
+        sge_cmd.run_qacct(module, ["sh", "-c", "echo 'error: denied' >&2; exit 2"])
