@@ -1030,7 +1030,8 @@ def _qacct_record(fields):
     for key in _QACCT_INT:
         value = fields.get(key)
         try:
-            rec[key] = int(value) if value is not None else None
+            # SoGE annotates signals: "exit_status  137                  (Killed)"
+            rec[key] = int(value.split(None, 1)[0]) if value else None
         except ValueError:
             raise SgeParseError("%s: %s %r is not a number" % (QACCT, key, value))
     taskid = fields.get("taskid")

@@ -731,6 +731,14 @@ def test_qacct_parallel_task_records_count_once():
     assert summary["avg_wait"] == 10.0
 
 
+def test_qacct_soge_signal_annotation():
+    # SoGE 8.1.9 prints the signal after the status: "exit_status  137                  (Killed)"
+    (rec,) = parse_qacct(fixture("local_soge819/qacct_j_killed.txt"))
+    assert (rec["jobnumber"], rec["failed"], rec["exit_status"]) == (13, 100, 137)
+    assert (rec["hostname"], rec["jobname"], rec["owner"]) == ("node002", "demo8", "tester")
+    assert rec["end_time"] - rec["start_time"] == 20
+
+
 @pytest.mark.parametrize("text", ["", "no jobs running since startup\n", b"\n"])
 def test_qacct_without_records(text):
     assert parse_qacct(text) == []
