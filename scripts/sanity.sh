@@ -5,7 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
-WORK=${SANITY_WORKDIR:-$ROOT/.state/sanity}
+# outside the checkout: ansible-test would otherwise see the enclosing git work tree, where
+# this copy is an ignored path, and skip every target
+WORK=${SANITY_WORKDIR:-${TMPDIR:-/tmp}/gridengine-balancer-sanity}
 DEST=$WORK/ansible_collections/gridengine/balancer
 rm -rf "$WORK"; mkdir -p "$DEST"
 git ls-files -co --exclude-standard -z | rsync -a --from0 --files-from=- ./ "$DEST/"
@@ -17,3 +19,4 @@ done
 cd "$DEST"
 export PATH=$ROOT/.venv/bin:$PATH
 ansible-test sanity --venv --python 3.11 --color no "$@"
+rm -rf "$WORK"
