@@ -1,4 +1,4 @@
-#!/bin/bash
+#!/usr/bin/env bash
 # The main job on the embedded default: a real local Grid Engine cluster (qmaster on this machine,
 # nodes in their own namespaces), a burst of real jobs, and the elastic load balancer deciding.
 # On a fresh Debian 12 machine, as root:   bash scripts/demo.sh
@@ -26,7 +26,12 @@ OPTS=(-e cluster=mycluster -e max_nodes=4 -e min_nodes=1 -e job_wait_time=10 -e 
 
 step "submit a burst of 12 real jobs (20 s each) as user tester"
 job=$(mktemp /tmp/demo-job.XXXXXX.sh)
-printf '#!/bin/sh\nsleep 20\necho done on $(hostname)\n' > "$job"; chmod 0755 "$job"
+cat > "$job" <<'JOB'
+#!/bin/sh
+sleep 20
+echo "done on $(hostname)"
+JOB
+chmod 0755 "$job"
 for i in $(seq 12); do
   su - tester -c "qsub -N demo$i -o /tmp -e /tmp -cwd $job" >/dev/null
 done

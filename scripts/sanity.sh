@@ -1,4 +1,4 @@
-#!/bin/bash
+#!/usr/bin/env bash
 # ansible-test sanity on a copy of the tracked files laid out as ansible_collections/gridengine/balancer
 # (ansible-test requires that path and resolves symlinks, so the .collections link cannot be used).
 # The ignore file tests/sanity/ignore-2.19.txt is kept empty on purpose.

@@ -1,4 +1,4 @@
-#!/bin/bash
+#!/usr/bin/env bash
 # Set up everything this project needs on a fresh Debian 12 machine, as root, idempotently:
 #   - Debian packages (Grid Engine, sshd, iproute2, NFS tools, ...)
 #   - .venv with the pinned Python packages of requirements.txt
@@ -15,7 +15,7 @@ log() { printf '[setup] %s\n' "$*"; }
 # 1. Debian packages. gridengine-* are configured by the sge_master role (debconf preseeds), so
 #    they are installed here without starting anything.
 PKGS=(openssh-server openssh-client iproute2 util-linux procps nfs-kernel-server nfs-common
-      psmisc rsync gridengine-master gridengine-exec gridengine-client python3-venv)
+      psmisc rsync shellcheck gridengine-master gridengine-exec gridengine-client python3-venv)
 missing=()
 for p in "${PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -47,12 +47,12 @@ ln -sfn "$ROOT" .collections/ansible_collections/gridengine/balancer
 for c in $colls; do
   ns=${c%%.*} name=${c#*.}
   [ -f ".collections/ansible_collections/$ns/$name/MANIFEST.json" ] && continue
-  whl=$(ls .state/wheels/ansible-"${wheel_pin#ansible==}"-*.whl 2>/dev/null | head -1 || true)
+  whl=$(find .state/wheels -name "ansible-${wheel_pin#ansible==}-*.whl" | head -1)
   if [ -z "$whl" ]; then
     log "downloading the $wheel_pin wheel for its collections"
     .venv/bin/python -m pip download -q --no-deps "$wheel_pin" -d .state/wheels 2>&1 \
       | grep -v "is ignored: it is neither a file nor a directory" || true
-    whl=$(ls .state/wheels/ansible-"${wheel_pin#ansible==}"-*.whl | head -1)
+    whl=$(find .state/wheels -name "ansible-${wheel_pin#ansible==}-*.whl" | head -1)
   fi
   log "extracting $c from $(basename "$whl")"
   .venv/bin/python - "$whl" "$ns/$name" <<'PYX'

@@ -1,4 +1,4 @@
-#!/bin/bash
+#!/usr/bin/env bash
 # All tests, on a fresh Debian 12 machine as root (this is what .ci/run calls):
 #   1. setup (idempotent): Debian packages, .venv, collections
 #   2. unit tests on the real Grid Engine outputs (tests/unit)
