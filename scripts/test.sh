@@ -37,7 +37,7 @@ if [ $integration = 1 ]; then
   ansible-playbook playbooks/local_cluster.yml -e cluster=mycluster -e local_cluster_nodes=2
   rc=0
   step "integration tests"
-  pytest tests/integration -q -m integration -p no:cacheprovider || rc=$?
+  GEB_REQUIRE_CLUSTER=1 pytest tests/integration -q -m integration || rc=$?
   step "integration: tear the local cluster down"
   ansible-playbook playbooks/local_cluster.yml -e cluster=mycluster -e local_cluster_state=absent || rc=$?
   [ $rc = 0 ] || { echo "integration failed (rc $rc)"; exit $rc; }

@@ -96,6 +96,8 @@ def _why_not_up():
 def cluster_nodes():
     reason = _why_not_up()
     if reason:
+        if os.environ.get('GEB_REQUIRE_CLUSTER') == '1':  # scripts/test.sh: a skip would hide a failure
+            pytest.fail(reason)
         pytest.skip(reason)
     return _cluster_nodes()
 
