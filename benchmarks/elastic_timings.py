@@ -47,7 +47,7 @@ def main():
 
     polls = [run(["playbooks/loadbalance.yml"] + base + ["-e", "idle_time=86400", "-e", "max_nodes=3",
                                                          "-e", "state_path=/tmp/geb-timings-state.json"],
-                 "poll") for _ in range(opts.polls)]
+                 "poll") for _poll in range(opts.polls)]
     joins, leaves = [], []
     for i in range(opts.rounds):
         name = "node%03d" % (opts.first_node + i)

@@ -70,7 +70,7 @@ class Jobs(object):
         """{job id: (failed, exit_status)} from qacct; missing records are a failure."""
         out = {}
         for job in self.ids:
-            for _ in range(10):
+            for _attempt in range(10):
                 proc = _run(['qacct', '-j', str(job)])
                 if proc.returncode == 0:
                     break
@@ -111,7 +111,7 @@ def test_grow_under_burst_then_shrink_when_idle(cluster_nodes, tmp_path):  # noq
     before = _exec_hosts()
     size = len(before)
     jobs = Jobs('grow')
-    for _ in range(2 * 2 * (size + 1) + 2):  # more than the slots of size+1 hosts (2 each)
+    for _job in range(2 * 2 * (size + 1) + 2):  # more than the slots of size+1 hosts (2 each)
         jobs.submit(20)
     time.sleep(3)
     plan = _poll(state_dir, 'max_nodes=%d' % (size + 1), 'min_nodes=%d' % size, 'idle_time=5')
