@@ -94,7 +94,8 @@ def _poll(state_dir, *extra):
         argv += ['-e', item]
     proc = _run(argv, env={'ANSIBLE_STDOUT_CALLBACK': 'ansible.builtin.json'}, timeout=900)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
-    for play in json.loads(proc.stdout)['plays']:
+    result = json.loads(proc.stdout[proc.stdout.index('{\n'):])  # after pause's own lines
+    for play in result['plays']:
         for task in play['tasks']:
             if task['task']['name'] == 'Decide what to add and remove':
                 return task['hosts'][MASTER_HOST]['plan']
