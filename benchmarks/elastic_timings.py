@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Wall time of the elastic load balancer's operations on the real local cluster.
 
 Measures, on the cluster brought up by playbooks/local_cluster.yml (master + 2 nodes = 3 hosts):
