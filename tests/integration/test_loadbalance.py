@@ -64,8 +64,10 @@ def _facts():
 
 
 def _poll(state_path, *extra, check=False):
+    # room for growth whatever size the cluster has when the test starts
+    max_nodes = len(_facts()['hosts']) + 2
     argv = [_tool('ansible-playbook'), 'playbooks/loadbalance.yml', '-e', 'cluster=%s' % CLUSTER,
-            '-e', 'state_path=%s' % state_path, '-e', 'max_nodes=5', '-e', 'min_nodes=1',
+            '-e', 'state_path=%s' % state_path, '-e', 'max_nodes=%d' % max_nodes, '-e', 'min_nodes=1',
             '-e', 'job_wait_time=1', '-e', 'stabilization_time=0', '-e', 'idle_time=4']
     for item in extra:
         argv += ['-e', item]
