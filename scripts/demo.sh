@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
 # The main job on the embedded default: a real local Grid Engine cluster (qmaster on this machine,
-# nodes in their own namespaces), a burst of real jobs, and the elastic load balancer deciding.
+# nodes in their own namespaces), a burst of real jobs, and the elastic load balancer growing the
+# cluster from min_nodes to max_nodes under it and shrinking it back when the jobs are done.
 # On a fresh Debian 12 machine, as root:   bash scripts/demo.sh
-# Until the node join/leave roles land, the balancer decides and records but does not act: each
-# poll prints its plan (grow under the burst, shrink when idle) with the reason for each item,
-# saves its state on the qmaster and appends the statistics; --check shows the plan and writes
-# nothing at all.
+# Each poll prints its plan with the reason for every item; joins and leaves print their outcome;
+# the statistics CSV and plots are written under .state/demo/. Short timings keep it to minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -15,43 +14,55 @@ step() { printf '\n=== [%4ss] %s\n' "$(( $(date +%s) - T0 ))" "$*"; }
 step "setup (packages, venv, collections)"
 bash scripts/setup.sh
 export PATH=$ROOT/.venv/bin:$PATH
+export SGE_ROOT=/var/lib/gridengine SGE_CELL=default
 
-step "bring up the local cluster: qmaster + 1 node"
-ansible-playbook playbooks/local_cluster.yml -e cluster=mycluster -e local_cluster_nodes=1
+step "bring up the local cluster at its minimum: the qmaster (which also runs jobs), no extra node"
+ansible-playbook playbooks/local_cluster.yml -e cluster=mycluster -e local_cluster_nodes=0 | tail -3
 
 # short timings so the demo finishes in minutes; every option is documented in docs/elastic.md
-OPTS=(-e cluster=mycluster -e max_nodes=4 -e min_nodes=1 -e job_wait_time=10 -e idle_time=30
-      -e stabilization_time=20 -e interval=10 -e dump_stats=true -e plot_stats=true
+mkdir -p "$ROOT/.state/demo"
+rm -f "$ROOT/.state/demo/sge-stats.csv"
+OPTS=(-e cluster=mycluster -e max_nodes=3 -e min_nodes=1 -e add_nodes_per_iter=2
+      -e job_wait_time=10 -e idle_time=30 -e stabilization_time=20 -e interval=5
+      -e drain_settle_time=5 -e dump_stats=true -e plot_stats=true
       -e stats_file="$ROOT/.state/demo/sge-stats.csv" -e plot_output_dir="$ROOT/.state/demo/plots")
 
-step "submit a burst of 12 real jobs (20 s each) as user tester"
-job=$(mktemp /tmp/demo-job.XXXXXX.sh)
-cat > "$job" <<'JOB'
+step "submit a burst of 16 real jobs (30 s each) as user tester"
+jobdir=$(mktemp -d /tmp/demo-jobs.XXXXXX); chmod 0755 "$jobdir"
+cat > "$jobdir/job.sh" <<'JOB'
 #!/bin/sh
-sleep 20
+sleep 30
 echo "done on $(hostname)"
 JOB
-chmod 0755 "$job"
-for i in $(seq 12); do
-  su - tester -c "qsub -N demo$i -o /tmp -e /tmp -cwd $job" >/dev/null
+chmod 0755 "$jobdir/job.sh"
+ids=()
+for i in $(seq 16); do
+  ids+=("$(su - tester -c "qsub -terse -N demo$i -o /dev/null -e /dev/null $jobdir/job.sh")")
 done
-su - tester -c 'qstat'
+echo "submitted jobs ${ids[*]}"
 
-step "poll now (--check): the jobs have not waited job_wait_time yet"
-ansible-playbook playbooks/loadbalance.yml "${OPTS[@]}" --check
-sleep 12
-step "poll after job_wait_time: the plan grows the cluster"
-ansible-playbook playbooks/loadbalance.yml "${OPTS[@]}"
-
-step "let the jobs finish on the current nodes"
-for _ in $(seq 90); do
-  [ -z "$(su - tester -c 'qstat' 2>/dev/null)" ] && break
-  ansible-playbook playbooks/loadbalance.yml "${OPTS[@]}" | grep -E '^\s+(add|remove|keep|hold|none)' || true
-  sleep 10
+step "poll every 5 s until the jobs are done and the cluster is back at min_nodes (at most 10 min)"
+deadline=$(( $(date +%s) + 600 ))
+while [ "$(date +%s)" -lt $deadline ]; do
+  out=$(ansible-playbook playbooks/loadbalance.yml "${OPTS[@]}" 2>&1) || { echo "$out"; exit 1; }
+  printf '[%4ss] ' "$(( $(date +%s) - T0 ))"
+  echo "$out" | grep -E '^\s+(mycluster:|- (add|remove)|(join|leave) node)' | sed 's/^ *//' | paste -sd'\n' - \
+    | sed '2,$s/^/        /'
+  waiting=$(qstat -u '*' | awk 'NR>2' | wc -l)
+  hosts=$(qconf -sel | wc -l)
+  [ "$waiting" = 0 ] && [ "$hosts" -le 1 ] && break
+  sleep 5
 done
-step "idle: polls until the nodes have been idle for idle_time"
-for _ in 1 2 3 4; do ansible-playbook playbooks/loadbalance.yml "${OPTS[@]}"; sleep 10; done
+
+step "every job of the burst, as qacct recorded it (no job may be killed)"
+bad=0
+for id in "${ids[@]}"; do
+  line=$(qacct -j "$id" 2>/dev/null | awk '/^hostname/{h=$2} /^failed/{f=$2} /^exit_status/{e=$2} END{print h, f, e}')
+  echo "job $id: host/failed/exit_status = $line"
+  case $line in *" 0 0") ;; *) bad=$((bad + 1));; esac
+done
+rm -rf "$jobdir"
 step "statistics: $ROOT/.state/demo/sge-stats.csv, plots in $ROOT/.state/demo/plots"
-cat "$ROOT/.state/demo/sge-stats.csv"
-rm -f "$job"
-step "done; the cluster is still up (tear down: ansible-playbook playbooks/local_cluster.yml -e cluster=mycluster -e local_cluster_state=absent)"
+column -s, -t < "$ROOT/.state/demo/sge-stats.csv" | tail -n 25
+[ $bad = 0 ] || { echo "$bad job(s) did not end with status 0"; exit 1; }
+step "done: the cluster grew under the burst and shrank back; tear down with: ansible-playbook playbooks/local_cluster.yml -e cluster=mycluster -e local_cluster_state=absent"

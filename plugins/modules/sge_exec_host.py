@@ -13,6 +13,8 @@ short_description: Register or remove a Grid Engine execution host
 version_added: 0.1.0
 author:
   - gridengine.balancer developers (@gridengine)
+extends_documentation_fragment:
+  - gridengine.balancer.sge
 description:
   - Registers a host with the qmaster as an administrative host (C(qconf -ah)), an execution
     host (C(qconf -Ae FILE)) and optionally a submit host (C(qconf -as)), or removes it again.
@@ -78,22 +80,6 @@ options:
         C(can't resolve hostname). C(0) does not retry.
     type: int
     default: 90
-  sge_root:
-    description:
-      - Grid Engine installation directory (E(SGE_ROOT)).
-    type: path
-    default: /var/lib/gridengine
-  sge_cell:
-    description:
-      - Grid Engine cell (E(SGE_CELL)).
-    type: str
-    default: default
-  sge_qmaster_port:
-    description:
-      - TCP port of the qmaster (E(SGE_QMASTER_PORT)).
-      - When not set, the value from C($SGE_ROOT/$SGE_CELL/common/settings.sh) is used, else
-        Grid Engine's own default.
-    type: int
 notes:
   - Run it on the qmaster host or another Grid Engine admin host, as a Grid Engine manager.
   - The host name must resolve on the qmaster (and back to the same name).

@@ -13,6 +13,8 @@ short_description: Manage a Grid Engine host group and its members
 version_added: 0.1.0
 author:
   - gridengine.balancer developers (@gridengine)
+extends_documentation_fragment:
+  - gridengine.balancer.sge
 description:
   - Creates, changes and deletes a Grid Engine host group (C(qconf -shgrp)) and reports
     truthfully what changed, with the host list before and after as the diff.
@@ -61,22 +63,6 @@ options:
     type: str
     choices: [present, absent]
     default: present
-  sge_root:
-    description:
-      - Grid Engine installation directory (E(SGE_ROOT)).
-    type: path
-    default: /var/lib/gridengine
-  sge_cell:
-    description:
-      - Grid Engine cell (E(SGE_CELL)).
-    type: str
-    default: default
-  sge_qmaster_port:
-    description:
-      - TCP port of the qmaster (E(SGE_QMASTER_PORT)).
-      - When not set, the value from C($SGE_ROOT/$SGE_CELL/common/settings.sh) is used, else
-        Grid Engine's own default.
-    type: int
 notes:
   - Run it on the qmaster host or another Grid Engine admin host, as a Grid Engine manager.
   - Grid Engine resolves host names when they are added; a name that does not resolve on the

@@ -13,6 +13,8 @@ short_description: Manage a Grid Engine cluster queue and enable or disable its 
 version_added: 0.1.0
 author:
   - gridengine.balancer developers (@gridengine)
+extends_documentation_fragment:
+  - gridengine.balancer.sge
 description:
   - Creates, changes and deletes a Grid Engine cluster queue. Only the attributes given in
     O(attributes) are compared and changed; the others keep their values.
@@ -73,22 +75,6 @@ options:
       - Host names (RFC 1123) whose instances O(instance_state) applies to.
     type: list
     elements: str
-  sge_root:
-    description:
-      - Grid Engine installation directory (E(SGE_ROOT)).
-    type: path
-    default: /var/lib/gridengine
-  sge_cell:
-    description:
-      - Grid Engine cell (E(SGE_CELL)).
-    type: str
-    default: default
-  sge_qmaster_port:
-    description:
-      - TCP port of the qmaster (E(SGE_QMASTER_PORT)).
-      - When not set, the value from C($SGE_ROOT/$SGE_CELL/common/settings.sh) is used, else
-        Grid Engine's own default.
-    type: int
 notes:
   - Run it on the qmaster host or another Grid Engine admin host, as a Grid Engine manager
     (C(qmod) needs an operator).

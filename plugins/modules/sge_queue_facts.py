@@ -13,6 +13,8 @@ short_description: Read the state of a Grid Engine cluster as a compact snapshot
 version_added: 0.1.0
 author:
   - gridengine.balancer developers (@gridengine)
+extends_documentation_fragment:
+  - gridengine.balancer.sge
 description:
   - Runs C(qstat -u '*' -f -r -xml) and C(qhost -q -xml) on the Grid Engine qmaster host,
     parses both there with the Python standard library and returns a compact snapshot of hosts,
@@ -23,24 +25,6 @@ description:
     described in C(docs/snapshot.md).
   - The module only reads. It never reports a change.
 options:
-  sge_root:
-    description:
-      - Grid Engine installation directory (E(SGE_ROOT)).
-      - Literal values of C($SGE_ROOT/$SGE_CELL/common/settings.sh) (architecture, qmaster port)
-        are used when present.
-    type: path
-    default: /var/lib/gridengine
-  sge_cell:
-    description:
-      - Grid Engine cell (E(SGE_CELL)).
-    type: str
-    default: default
-  sge_qmaster_port:
-    description:
-      - TCP port of the qmaster (E(SGE_QMASTER_PORT)).
-      - When not set, the value from C(settings.sh) is used, else Grid Engine's own default
-        (C(/etc/services)).
-    type: int
   lookback_window:
     description:
       - Minutes to look back in the accounting file with C(qacct).
@@ -60,6 +44,9 @@ options:
 notes:
   - Run it on the qmaster host (or a Grid Engine submit/admin host); the XML is parsed there and
     only the snapshot is sent back.
+  - Literal values of C($SGE_ROOT/$SGE_CELL/common/settings.sh) (architecture, qmaster port)
+    are used when present; without a port there or in O(sge_qmaster_port), Grid Engine's own
+    default (C(/etc/services)) applies.
   - All times are seconds since the epoch on the qmaster's clock. Grid Engine 6.2 prints local
     time stamps; they are converted with the local time zone of the host the module runs on.
   - C(qacct -b) selects jobs by their start time, so a job that started before the window and

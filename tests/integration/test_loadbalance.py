@@ -75,7 +75,7 @@ def _poll(state_path, *extra, check=False):
         argv.append('--check')
     proc = _run(argv, env={'ANSIBLE_STDOUT_CALLBACK': 'ansible.builtin.json'})
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    result = json.loads(proc.stdout)
+    result = json.loads(proc.stdout[proc.stdout.index('{\n'):])  # after pause's own lines
     for play in result['plays']:
         for task in play['tasks']:
             if task['task']['name'] == 'Decide what to add and remove':

@@ -1,0 +1,30 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gridengine.balancer developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+
+class ModuleDocFragment(object):
+    """Options every Grid Engine module shares: which installation, cell and qmaster to talk to."""
+
+    DOCUMENTATION = r"""
+options:
+  sge_root:
+    description:
+      - Grid Engine installation directory (E(SGE_ROOT)).
+    type: path
+    default: /var/lib/gridengine
+  sge_cell:
+    description:
+      - Grid Engine cell (E(SGE_CELL)).
+    type: str
+    default: default
+  sge_qmaster_port:
+    description:
+      - TCP port of the qmaster (E(SGE_QMASTER_PORT)).
+      - When not set, the value from C($SGE_ROOT/$SGE_CELL/common/settings.sh) is used, else
+        Grid Engine's own default.
+    type: int
+"""

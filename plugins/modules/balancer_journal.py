@@ -1,0 +1,217 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gridengine.balancer
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: balancer_journal
+short_description: Record the node operations a Grid Engine balancer has in flight
+version_added: 0.1.0
+description:
+  - Keeps the balancer's journal on the qmaster host, a JSON file listing the node operations
+    (a node joining or leaving the cluster) that were started and are not finished yet.
+  - Record an operation with O(state=present) before its first step, and remove it with
+    O(state=absent) after its last one. A controller killed in between leaves the record, and
+    the next poll reads it (M(gridengine.balancer.balancer_journal_info)) and finishes or undoes
+    the operation.
+  - A node has at most one operation in flight. Recording O(operation=leave) for a node with a
+    V(join) in flight (or the reverse) fails, naming the operation recorded and when it started.
+  - Writes are atomic (temporary file in the same directory, fsync, rename), the file mode is V(0600)
+    and a missing directory is created with mode V(0700). Changes are made under an exclusive
+    C(flock) on a guard file beside the journal (C(.journal.json.guard)), so plays that record
+    many nodes at once cannot lose each other's records.
+  - A file that cannot be read or is not a journal fails the task naming the path and is never
+    overwritten.
+author:
+  - gridengine.balancer developers (@gridengine)
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+  platform:
+    platforms: posix
+options:
+  cluster:
+    description:
+      - Name of the cluster; gives the default O(path) C(/var/lib/gridengine-balancer/<cluster>/journal.json).
+      - Letters, digits, V(_), V(.) and V(-), starting with a letter or digit.
+      - One of O(cluster) and O(path) is required.
+    type: str
+  path:
+    description:
+      - Path of the journal on the target host. Overrides the default derived from O(cluster).
+    type: path
+  state:
+    description:
+      - V(present) records that O(operation) of O(node) is in flight. If that very operation is
+        already recorded, nothing changes (its start time is kept).
+      - V(absent) removes the record of O(node) (only a record of O(operation), when given).
+        No such record is not an error.
+    type: str
+    choices: [present, absent]
+    default: present
+  node:
+    description:
+      - The node the operation is about, as the balancer names it (normally its host name).
+      - 1 to 255 characters, no blanks or control characters.
+    type: str
+    required: true
+  operation:
+    description:
+      - What is in flight. V(join) adds the node to the cluster, V(leave) removes it.
+      - Required with O(state=present).
+    type: str
+    choices: [join, leave]
+  detail:
+    description:
+      - What the next poll needs to finish the operation, for example the node's address or the
+        provider's instance id. Any JSON object.
+      - With O(state=present) for an operation already recorded, a given O(detail) replaces the
+        recorded one (a change); not giving it keeps the recorded one.
+    type: dict
+notes:
+  - All times are seconds since the epoch on the clock of the host the module runs on (the qmaster).
+  - Use it while holding the cluster's M(gridengine.balancer.balancer_lock), so that one
+    balancer at a time decides what to do about the records.
+seealso:
+  - module: gridengine.balancer.balancer_journal_info
+  - module: gridengine.balancer.balancer_lock
+  - module: gridengine.balancer.balancer_state
+"""
+
+EXAMPLES = r"""
+- name: Record that node003 starts joining
+  gridengine.balancer.balancer_journal:
+    cluster: mycluster
+    node: node003
+    operation: join
+    detail:
+      address: 10.0.0.13
+      provider: local
+
+- name: The join is done
+  gridengine.balancer.balancer_journal:
+    cluster: mycluster
+    node: node003
+    operation: join
+    state: absent
+"""
+
+RETURN = r"""
+path:
+  description: The journal's path on the target.
+  returned: always
+  type: str
+  sample: /var/lib/gridengine-balancer/mycluster/journal.json
+exists:
+  description: Whether the journal file existed before the task.
+  returned: success
+  type: bool
+  sample: true
+record:
+  description:
+    - With O(state=present), the record of O(node) after the task (in check mode, as it would be).
+    - With O(state=absent), the record removed (or that would be), null when there was none to remove.
+  returned: success
+  type: dict
+  contains:
+    node:
+      description: The node.
+      type: str
+      sample: node003
+    operation:
+      description: V(join) or V(leave).
+      type: str
+      sample: join
+    started:
+      description: When the operation was recorded (seconds since the epoch).
+      type: float
+      sample: 1700000000.0
+    detail:
+      description: O(detail) as recorded.
+      type: dict
+      sample: {"address": "10.0.0.13"}
+operations:
+  description:
+    - Every operation in flight after the task (in check mode, as it would be), oldest first.
+      Same fields as RV(record).
+  returned: success
+  type: list
+  elements: dict
+  sample: [{"node": "node003", "operation": "join", "started": 1700000000.0, "detail": {"address": "10.0.0.13"}}]
+in_flight:
+  description:
+    - When O(state=present) failed because the node has another operation in flight, that record.
+  returned: on failure, for a conflicting operation
+  type: dict
+  sample: {"node": "node003", "operation": "join", "started": 1700000000.0, "detail": {}}
+diff:
+  description: The journal's text before and after, when run with C(--diff).
+  returned: when diff mode is on
+  type: dict
+  sample: {"before": "", "after": "{\n \"operations\": [...],\n \"schema\": 1\n}\n"}
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_journal import (
+    JournalConflict,
+    JournalError,
+    check_node,
+    default_path,
+    record,
+    remove,
+    render,
+    update,
+)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            cluster=dict(type="str"),
+            path=dict(type="path"),
+            state=dict(type="str", choices=["present", "absent"], default="present"),
+            node=dict(type="str", required=True),
+            operation=dict(type="str", choices=["join", "leave"]),
+            detail=dict(type="dict"),
+        ),
+        required_one_of=[("cluster", "path")],
+        required_if=[("state", "present", ("operation",))],
+        supports_check_mode=True,
+    )
+    p = module.params
+    path = p["path"]
+    try:
+        if path is None:
+            path = default_path(p["cluster"])
+        check_node(p["node"])
+        if p["state"] == "present":
+            def change(operations):
+                return record(operations, p["node"], p["operation"], p["detail"], path=path)
+        else:
+            def change(operations):
+                return remove(operations, p["node"], p["operation"])
+        before, after, changed, entry, exists = update(path, change, check_mode=module.check_mode)
+    except ValueError as exc:
+        module.fail_json(msg=str(exc), path=path)
+    except JournalConflict as exc:
+        module.fail_json(msg=str(exc), path=path, in_flight=exc.record)
+    except JournalError as exc:
+        module.fail_json(msg=str(exc), path=path)
+
+    result = dict(changed=changed, path=path, exists=exists, record=entry, operations=after)
+    if module._diff:
+        result["diff"] = dict(before=render(before) if exists else "",
+                              after=render(after) if exists or changed else "",
+                              before_header=path, after_header=path)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

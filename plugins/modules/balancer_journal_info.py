@@ -1,0 +1,124 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gridengine.balancer
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: balancer_journal_info
+short_description: Read the node operations a Grid Engine balancer left in flight
+version_added: 0.1.0
+description:
+  - Reads the balancer's journal on the qmaster host (see M(gridengine.balancer.balancer_journal))
+    and returns the node operations that were started and not finished, oldest first.
+  - A missing journal has no operations. A file that cannot be read or is not a journal fails
+    the task naming the path.
+  - The module only reads; it never reports a change and creates nothing.
+author:
+  - gridengine.balancer developers (@gridengine)
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+options:
+  cluster:
+    description:
+      - Name of the cluster; gives the default O(path) C(/var/lib/gridengine-balancer/<cluster>/journal.json).
+      - One of O(cluster) and O(path) is required.
+    type: str
+  path:
+    description:
+      - Path of the journal on the target host. Overrides the default derived from O(cluster).
+    type: path
+notes:
+  - The journal is read without waiting for writers; every write replaces it atomically, so the
+    result is the journal before or after a concurrent change, never a mix.
+seealso:
+  - module: gridengine.balancer.balancer_journal
+  - module: gridengine.balancer.balancer_lock
+"""
+
+EXAMPLES = r"""
+- name: What did the last controller leave half done?
+  gridengine.balancer.balancer_journal_info:
+    cluster: mycluster
+  register: balancer_journal
+
+- name: Nodes whose join must be finished or undone
+  ansible.builtin.debug:
+    msg: "{{ balancer_journal.operations | selectattr('operation', '==', 'join') | map(attribute='node') | list }}"
+"""
+
+RETURN = r"""
+path:
+  description: The journal's path on the target.
+  returned: always
+  type: str
+  sample: /var/lib/gridengine-balancer/mycluster/journal.json
+exists:
+  description: Whether the journal file exists.
+  returned: success
+  type: bool
+  sample: true
+operations:
+  description: The operations in flight, oldest first; empty when there are none.
+  returned: success
+  type: list
+  elements: dict
+  contains:
+    node:
+      description: The node.
+      type: str
+      sample: node003
+    operation:
+      description: V(join) or V(leave).
+      type: str
+      sample: join
+    started:
+      description: When the operation was recorded (seconds since the epoch, the qmaster's clock).
+      type: float
+      sample: 1700000000.0
+    detail:
+      description: What was recorded to finish it, for example the node's address.
+      type: dict
+      sample: {"address": "10.0.0.13"}
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_journal import (
+    JournalError,
+    default_path,
+    read_journal,
+)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            cluster=dict(type="str"),
+            path=dict(type="path"),
+        ),
+        required_one_of=[("cluster", "path")],
+        supports_check_mode=True,
+    )
+    path = module.params["path"]
+    try:
+        if path is None:
+            path = default_path(module.params["cluster"])
+        operations, exists = read_journal(path)
+    except ValueError as exc:
+        module.fail_json(msg=str(exc), path=path)
+    except JournalError as exc:
+        module.fail_json(msg=str(exc), path=path)
+    module.exit_json(changed=False, path=path, exists=exists, operations=operations)
+
+
+if __name__ == "__main__":
+    main()

