@@ -137,11 +137,7 @@ def test_grow_under_burst_then_shrink_when_idle(cluster_nodes, tmp_path):  # noq
 
 @pytest.mark.race
 def test_jobs_keep_arriving_while_nodes_drain(cluster_nodes, tmp_path):  # noqa: F811
-    """KNOWN FAILING (2026-11-22): 8 jobs of one run ended failed 100 / exit 137 on nodes that were
-    drained and re-joined under load; not yet explained, so scripts/test.sh deselects the
-    `race` mark until it is fixed. Run it alone: pytest tests/integration -m race -s
-
-Nodes are drained and removed while short jobs keep arriving at random, some in the last
+    """Nodes are drained and removed while short jobs keep arriving at random, some in the last
     second before a drain: every job must still finish with exit status 0."""
     state_dir = str(tmp_path)
     size = len(_exec_hosts())
