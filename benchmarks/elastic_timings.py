@@ -32,6 +32,14 @@ def run(args, label):
     return took
 
 
+def exec_hosts():
+    proc = subprocess.run(["qconf", "-sel"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, check=False)
+    if proc.returncode != 0:
+        raise SystemExit("qconf -sel failed: %s" % proc.stderr.strip())
+    return set(proc.stdout.split())
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cluster", default="mycluster")
@@ -44,16 +52,21 @@ def main():
     opts = parser.parse_args()
     base = ["-e", "cluster=%s" % opts.cluster]
 
-    polls = [run(["playbooks/loadbalance.yml"] + base + ["-e", "idle_time=86400", "-e", "max_nodes=3",
-                                                         "-e", "state_path=/tmp/geb-timings-state.json"],
-                 "poll") for _poll in range(opts.polls)]
+    hosts = exec_hosts()
+    # min_nodes = max_nodes = the cluster's size and a day of idle_time: a poll with nothing to do
+    size = ["-e", "max_nodes=%d" % len(hosts), "-e", "min_nodes=%d" % len(hosts), "-e", "idle_time=86400",
+            "-e", "state_path=/tmp/geb-timings-state.json", "-e", "journal_path=/tmp/geb-timings-journal.json",
+            "-e", "lock_path=/tmp/geb-timings-lock.json"]
+    polls = [run(["playbooks/loadbalance.yml"] + base + size, "poll") for _poll in range(opts.polls)]
+    if exec_hosts() != hosts:
+        raise SystemExit("the idle polls changed the exec hosts: %s -> %s" % (sorted(hosts), sorted(exec_hosts())))
     joins, leaves = [], []
     for i in range(opts.rounds):
         name = "node%03d" % (opts.first_node + i)
         joins.append(run(["playbooks/node_add.yml"] + base + ["-e", "node=%s" % name], "join " + name))
         leaves.append(run(["playbooks/node_remove.yml"] + base + ["-e", "node=%s" % name], "remove " + name))
 
-    rows = [("one poll, nothing to do (3 hosts)", polls, 10.0),
+    rows = [("one poll, nothing to do (%d hosts)" % len(hosts), polls, 10.0),
             ("join one node (launch + 7 stages)", joins, 60.0),
             ("remove one node (drain, settle 15 s, 4 stages, terminate)", leaves, 60.0)]
     lines = ["| operation | runs | median s | min s | max s | target s | met |",
@@ -69,9 +82,8 @@ def main():
         with open(opts.markdown + ".tmp", "w") as handle:
             handle.write("# Elastic load balancer timings on the local cluster\n\n")
             handle.write("Produced by `.venv/bin/python benchmarks/elastic_timings.py --markdown %s` on %s "
-                         "(Debian 12, 2 cores; the cluster of `playbooks/local_cluster.yml`: qmaster + 2 "
-                         "namespace nodes). Wall seconds of whole `ansible-playbook` runs, start-up "
-                         "included.\n\n" % (opts.markdown, time.strftime("%Y-%m-%d")))
+                         "(Debian 12, 2 cores; the cluster of `playbooks/local_cluster.yml`: %s). Wall seconds of whole `ansible-playbook` runs, start-up "
+                         "included.\n\n" % (opts.markdown, time.strftime("%Y-%m-%d"), ", ".join(sorted(hosts))))
             handle.write(table + "\n")
         os.replace(opts.markdown + ".tmp", opts.markdown)
 
