@@ -71,4 +71,4 @@ mkdir -p ~/.ansible/test/cache
 for v in 24_2 25_0 25_1 25_2; do
   install -m 0644 tests/sanity/get_pip_offline.py ~/.ansible/test/cache/get_pip_"$v".py
 done
-log "ready: $(.venv/bin/ansible --version | head -1)"
+log "ready: $(.venv/bin/ansible --version | sed -n 1p)"
