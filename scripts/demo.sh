@@ -18,6 +18,14 @@ export SGE_ROOT=/var/lib/gridengine SGE_CELL=default
 
 step "bring up the local cluster at its minimum: the qmaster (which also runs jobs), no extra node"
 ansible-playbook playbooks/local_cluster.yml -e cluster=mycluster -e local_cluster_nodes=0 | tail -3
+# nodes left by an earlier run (of the demo or the tests) are drained and removed the safe way
+master=$(cat "$SGE_ROOT/$SGE_CELL/common/act_qmaster")
+for node in $(qconf -sel); do
+  [ "$node" = "$master" ] && continue
+  echo "removing $node, left by an earlier run"
+  ansible-playbook playbooks/node_remove.yml -e cluster=mycluster -e node="$node" | tail -2
+done
+start_hosts=$(qconf -sel | wc -l)
 
 # short timings so the demo finishes in minutes; every option is documented in docs/elastic.md
 mkdir -p "$ROOT/.state/demo"
@@ -43,6 +51,7 @@ echo "submitted jobs ${ids[*]}"
 
 step "poll every 5 s until the jobs are done and the cluster is back at min_nodes (at most 10 min)"
 deadline=$(( $(date +%s) + 600 ))
+max_hosts=$start_hosts back=0
 while [ "$(date +%s)" -lt $deadline ]; do
   out=$(ansible-playbook playbooks/loadbalance.yml "${OPTS[@]}" 2>&1) || { echo "$out"; exit 1; }
   printf '[%4ss] ' "$(( $(date +%s) - T0 ))"
@@ -50,7 +59,8 @@ while [ "$(date +%s)" -lt $deadline ]; do
     | sed '2,$s/^/        /'
   waiting=$(qstat -u '*' | awk 'NR>2' | wc -l)
   hosts=$(qconf -sel | wc -l)
-  [ "$waiting" = 0 ] && [ "$hosts" -le 1 ] && break
+  [ "$hosts" -gt "$max_hosts" ] && max_hosts=$hosts
+  if [ "$waiting" = 0 ] && [ "$hosts" -le 1 ]; then back=1; break; fi
   sleep 5
 done
 
@@ -65,4 +75,6 @@ rm -rf "$jobdir"
 step "statistics: $ROOT/.state/demo/sge-stats.csv, plots in $ROOT/.state/demo/plots"
 column -s, -t < "$ROOT/.state/demo/sge-stats.csv" | tail -n 25
 [ $bad = 0 ] || { echo "$bad job(s) did not end with status 0"; exit 1; }
-step "done: the cluster grew under the burst and shrank back; tear down with: ansible-playbook playbooks/local_cluster.yml -e cluster=mycluster -e local_cluster_state=absent"
+[ "$max_hosts" -gt "$start_hosts" ] || { echo "the cluster never grew (stayed at $start_hosts hosts)"; exit 1; }
+[ $back = 1 ] || { echo "the cluster did not shrink back to 1 host within 10 minutes"; exit 1; }
+step "done: the cluster grew from $start_hosts to $max_hosts hosts under the burst and shrank back to 1; tear down with: ansible-playbook playbooks/local_cluster.yml -e cluster=mycluster -e local_cluster_state=absent"
