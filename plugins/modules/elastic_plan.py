@@ -66,8 +66,10 @@ options:
       - V(starcluster) applies StarCluster's documented criteria exactly (weaknesses included; hourly billing; C(all.q) only).
       - V(default) fixes StarCluster's weaknesses (slot-aware growth, truly oldest job, held/error/unrunnable
         jobs ignored, any queue, mixed slot counts, per-second billing). See C(docs/elastic.md).
+      - V(parallelcluster) follows AWS ParallelCluster v2's rules (grow every poll to busy nodes plus the nodes the
+        waiting slots need; remove a node idle for O(idle_time)); a baseline for the trace simulator (C(docs/simulator.md)).
     type: str
-    choices: [default, starcluster]
+    choices: [default, starcluster, parallelcluster]
     default: default
   max_nodes:
     description:

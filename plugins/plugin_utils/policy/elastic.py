@@ -21,6 +21,10 @@ Two profiles:
 ``default``
     The same idea with StarCluster's known weaknesses fixed.  Every fix is marked ``FIX(n)`` below
     and listed in docs/elastic.md.
+``parallelcluster``
+    AWS ParallelCluster v2's jobwatcher/nodewatcher rules for Grid Engine, as a second baseline for
+    the trace simulator (docs/simulator.md): every poll grow to ``busy nodes + ceil(waiting slots /
+    slots per node)``; remove a node idle for ``idle_time`` while nothing that fits waits.
 
 Every plan item carries a reason a person can read.
 """
@@ -33,7 +37,7 @@ import re
 from collections.abc import Mapping
 
 SCHEMA = 1
-PROFILES = ("default", "starcluster")
+PROFILES = ("default", "starcluster", "parallelcluster")
 BILLING = ("per_second", "hourly")
 STARCLUSTER_QUEUE = "all.q"
 #: StarCluster documents a minimum stabilization time of 300 s; lower values only warn.
@@ -94,15 +98,24 @@ def default_config(profile="default"):
     if profile == "starcluster":
         cfg["billing"] = "hourly"
         cfg["queues"] = [STARCLUSTER_QUEUE]
+    elif profile == "parallelcluster":
+        # jobwatcher: no wait threshold, no cool-down; nodewatcher: scaledown_idletime 10 min.
+        cfg["job_wait_time"] = 0
+        cfg["stabilization_time"] = 0
     return cfg
 
 
 def _is_number(value):
+    kind = type(value)  # fast paths: the trace simulator calls this millions of times
+    if kind is float:
+        return math.isfinite(value)
+    if kind is int:
+        return True
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _is_int(value):
-    return isinstance(value, int) and not isinstance(value, bool)
+    return type(value) is int or (isinstance(value, int) and not isinstance(value, bool))
 
 
 def validate_config(config):
@@ -196,7 +209,18 @@ def _cmp(value, limit):
 
 
 def _num(value, default=None):
+    kind = type(value)  # fast paths (see _is_number)
+    if kind is float:
+        return value if math.isfinite(value) else default
+    if kind is int:
+        return value
+    if value is None:
+        return default
     return value if _is_number(value) else default
+
+
+def _is_mapping(value):
+    return type(value) is dict or isinstance(value, Mapping)
 
 
 def _parse_memory(value):
@@ -242,11 +266,11 @@ def check_snapshot(snapshot):
         if not isinstance(snapshot.get(key), list):
             raise ValueError("snapshot: %r must be a list" % key)
     for name, host in snapshot["hosts"].items():
-        if not isinstance(host, Mapping):
+        if not _is_mapping(host):
             raise ValueError("snapshot: hosts[%r] must be a mapping" % (name,))
     for key in ("pending", "running"):
         for index, job in enumerate(snapshot[key]):
-            if not isinstance(job, Mapping) or "id" not in job:
+            if not _is_mapping(job) or "id" not in job:
                 raise ValueError("snapshot: %s[%d] must be a mapping with an 'id'" % (key, index))
     if "queues" in snapshot and not isinstance(snapshot["queues"], list):
         raise ValueError("snapshot: 'queues' must be a list")
@@ -254,8 +278,11 @@ def check_snapshot(snapshot):
         raise ValueError("snapshot: 'taken_at' must be seconds since the epoch")
 
 
-def _read_state(state, warnings):
-    """Known keys of a state of any schema; unknown keys are ignored, bad values dropped."""
+def _read_state(state, warnings, trusted=False):
+    """Known keys of a state of any schema; unknown keys are ignored, bad values dropped.
+
+    ``trusted``: ``state`` comes from :func:`_decide_validated` (node records are read as they are).
+    """
     if not isinstance(state, Mapping):
         if state is not None:
             warnings.append("state: not a mapping (%s); starting with an empty state" % type(state).__name__)
@@ -284,9 +311,14 @@ def _read_state(state, warnings):
         "started": [],
         "finished": [],
     }
-    for name, node in typed("nodes", Mapping, {}).items():
-        if isinstance(node, Mapping):
-            out["nodes"][str(name)] = {k: _num(node.get(k)) for k in ("first_seen", "joined", "last_busy")}
+    if trusted and "nodes" in state:
+        out["nodes"] = state["nodes"]
+    nodes = out["nodes"]
+    for name, node in () if trusted else typed("nodes", Mapping, {}).items():
+        if _is_mapping(node):
+            get = node.get
+            nodes[str(name)] = {"first_seen": _num(get("first_seen")), "joined": _num(get("joined")),
+                                "last_busy": _num(get("last_busy"))}
     for entry in typed("booting", list, []):
         requested = _num(entry.get("requested_at")) if isinstance(entry, Mapping) else _num(entry)
         if requested is not None:
@@ -323,10 +355,26 @@ def decide(snapshot, state, config, now):
     return _Decision(snapshot, state, cfg, now).run()
 
 
+def _decide_validated(snapshot, state, cfg, now, lean=False):
+    """``decide`` for a caller that already checked its inputs: the trace simulator.
+
+    ``cfg`` must be a :func:`validate_config` result, ``snapshot`` pass :func:`check_snapshot`,
+    ``now`` be a float, and ``state`` be ``{}`` or the ``state`` of the previous plan of this
+    entry point (possibly with ``nodes.*.last_busy`` moved on).  The plan's ``add``, ``remove``,
+    ``kill_cluster`` and the ``state`` fields a later decision reads are the same as
+    :func:`decide`'s.  ``lean=True`` leaves out what only people read, to save time on large
+    clusters: no ``keep`` items, no ``ignored for growth`` item, ``stats`` is ``None`` and the
+    state's job history is empty (it only feeds the statistics, since every simulated job
+    carries its ``submit_time``).  tests/unit/plugins/plugin_utils/test_sim_engine.py checks both.
+    """
+    return _Decision(snapshot, state, cfg, now, lean=lean).run()
+
+
 class _Decision(object):
     """One call of decide(); attributes are the working data of that call."""
 
-    def __init__(self, snapshot, state, cfg, now):
+    def __init__(self, snapshot, state, cfg, now, lean=False):
+        self.lean = lean
         self.snap = snapshot
         self.cfg = cfg
         self.now = now
@@ -334,8 +382,9 @@ class _Decision(object):
         self.items = []
         self.ignored = []
         self.wanted_hosts = {}  # host -> id of a waiting job that asks for that very host
-        self.prev = _read_state(state, self.warnings)
+        self.prev = _read_state(state, self.warnings, trusted=lean)
         self.starcluster = cfg["profile"] == "starcluster"
+        self.pc = cfg["profile"] == "parallelcluster"
         self.billing = "hourly" if self.starcluster else cfg["billing"]
 
     # ---- census ---------------------------------------------------------------------------
@@ -349,16 +398,15 @@ class _Decision(object):
             self.warnings.append("master not set: no execution host is protected as the master")
 
         # jobs per host, from the running list (parallel jobs count on every host they span)
-        self.jobs_on = {name: 0 for name in self.hosts}
+        self.jobs_on = jobs_on = dict.fromkeys(self.hosts, 0)
         for job in snap["running"]:
-            spans = set()
-            if isinstance(job.get("hosts"), Mapping):
-                spans.update(str(h) for h in job["hosts"])
+            spans = job.get("hosts")
+            spans = set(map(str, spans)) if _is_mapping(spans) else set()
             if job.get("host") is not None:
                 spans.add(str(job["host"]))
             for name in spans:
-                if name in self.jobs_on:
-                    self.jobs_on[name] += 1
+                if name in jobs_on:
+                    jobs_on[name] += 1
 
         # Nodes: the execution hosts plus the master.  StarCluster counted the master as a node
         # (len(cluster.nodes)), so min_nodes=1 means "the master alone"; we do the same.
@@ -386,13 +434,13 @@ class _Decision(object):
         # per-node records
         self.nodes = {}
         self.status = {}
+        prev_nodes, hosts, host_status = prev["nodes"], self.hosts, self._host_status
         for name in sorted(self.node_names):
-            rec = dict(prev["nodes"].get(name) or new_nodes.get(name) or
+            rec = dict(prev_nodes.get(name) or new_nodes.get(name) or
                        {"first_seen": now, "joined": None, "last_busy": None})
             if rec.get("first_seen") is None:
                 rec["first_seen"] = now
-            host = self.hosts.get(name)
-            st = self._host_status(name, host)
+            st = host_status(name, hosts.get(name))
             self.status[name] = st
             # A host whose idleness cannot be observed restarts its idle clock: we must not
             # conclude "idle for 10 minutes" from minutes in which we could not see it.
@@ -443,14 +491,26 @@ class _Decision(object):
         if host is None:  # the master, not an execution host
             return {"busy": False, "unknown": False, "error": False, "jobs": 0, "used": 0, "reserved": 0,
                     "exec_host": False, "load": None, "states": ""}
-        states = host.get("states") or ""
-        if not isinstance(states, str):
+        # (written for speed: the trace simulator calls this for every host of every poll)
+        get = host.get
+        states = get("states") or ""
+        if type(states) is not str and not isinstance(states, str):
             states = ""
-        reported = host.get("running_jobs") if _is_int(host.get("running_jobs")) else 0
-        jobs = max(self.jobs_on.get(name, 0), reported)
-        used = host.get("slots_used") if _is_int(host.get("slots_used")) else 0
-        reserved = host.get("slots_reserved") if _is_int(host.get("slots_reserved")) else 0
-        load = _num(host.get("load_avg"))
+        reported = get("running_jobs")
+        if type(reported) is not int and not _is_int(reported):
+            reported = 0
+        jobs = self.jobs_on.get(name, 0)
+        if reported > jobs:
+            jobs = reported
+        used = get("slots_used")
+        if type(used) is not int and not _is_int(used):
+            used = 0
+        reserved = get("slots_reserved")
+        if type(reserved) is not int and not _is_int(reserved):
+            reserved = 0
+        load = get("load_avg")
+        if type(load) is not float or not math.isfinite(load):
+            load = _num(load)
         return {
             "busy": jobs > 0 or used > 0 or reserved > 0,
             "jobs": jobs,
@@ -460,7 +520,7 @@ class _Decision(object):
             "unknown": load is None or "u" in states,
             "error": "E" in states,
             "exec_host": True,
-            "load": host.get("load_avg"),
+            "load": get("load_avg"),
             "states": states,
         }
 
@@ -478,23 +538,26 @@ class _Decision(object):
             host = qi.get("host")
             if host is not None and self._balanced_queue(qname) and _is_int(qi.get("slots_total")):
                 host_slots[str(host)] = host_slots.get(str(host), 0) + qi["slots_total"]
+        known = self.known_queues
         for host in self.hosts.values():
-            for qname in host.get("queues") or []:
-                self.known_queues.add(str(qname))
+            qnames = host.get("queues")
+            if qnames:
+                known.update(map(str, qnames))
         if cfg["queues"] and self.known_queues:
             missing = [q for q in cfg["queues"] if q not in self.known_queues]
             if missing:
                 self.warnings.append("queues: %s has no queue instance in the snapshot" % ", ".join(missing))
         # Slots per host in the balanced queues (from the queue instances when the snapshot has
         # them, else the host's total).
-        self.slots_of = {}
+        self.slots_of = slots_of = {}
+        no_queues = not snap.get("queues")
         for name, host in self.hosts.items():
             if name in host_slots:
-                self.slots_of[name] = host_slots[name]
-            elif not snap.get("queues") and _is_int(host.get("slots_total")):
-                self.slots_of[name] = host["slots_total"]
+                slots_of[name] = host_slots[name]
+            elif no_queues and _is_int(host.get("slots_total")):
+                slots_of[name] = host["slots_total"]
             else:
-                self.slots_of[name] = 0
+                slots_of[name] = 0
         workers = [n for n in self.hosts if n != self.master] or list(self.hosts)
         # FIX(mixed slots): StarCluster's slots_per_host() raised an error when hosts differed;
         # a new node is assumed to look like most existing workers (ties: the larger).
@@ -509,10 +572,10 @@ class _Decision(object):
             self.spn = max(counts, key=lambda s: (counts[s], s)) if counts else 1
             self.spn_source = _plural(self.spn, "slot") + " per node"
         self.spn_text = _plural(self.spn, "slot") + " per node"
-        mems = [_num(self.hosts[n].get("mem_total")) for n in workers]
-        mems = [m for m in mems if m]
+        hosts = self.hosts
+        mems = [m for m in (_num(hosts[n].get("mem_total")) for n in workers) if m]
         self.node_mem = max(mems) if mems else None
-        self.archs = set(str(self.hosts[n].get("arch")) for n in self.hosts if self.hosts[n].get("arch"))
+        self.archs = {str(a) for a in (h.get("arch") for h in hosts.values()) if a}
 
     def _balanced_queue(self, qname):
         if not self.cfg["queues"]:
@@ -571,7 +634,14 @@ class _Decision(object):
                 return "requests specific host(s) %s: a new node cannot run it" % ", ".join(host_bound)
         slots = job.get("slots") if _is_int(job.get("slots")) else 1
         if slots > self.spn:
-            return "needs %d slots per task > %s" % (slots, self.spn_text)
+            # FIX(parallel jobs): a job in a parallel environment may spread over hosts ($fill_up,
+            # $round_robin), so several new nodes can run it; only a job without a PE is bound
+            # to one host.  (A $pe_slots PE wider than a node is counted too: the snapshot does
+            # not carry the allocation rule.)
+            if not job.get("pe"):
+                return "needs %d slots per task > %s" % (slots, self.spn_text)
+            if slots > self.spn * self.max_nodes:
+                return "needs %d slots > %d nodes x %s (max_nodes)" % (slots, self.max_nodes, self.spn_text)
         requests = job.get("hard_requests") if isinstance(job.get("hard_requests"), Mapping) else {}
         for key in _HOST_REQUESTS:
             value = requests.get(key)
@@ -651,20 +721,26 @@ class _Decision(object):
                 oldest = job
         waited = self._waited(oldest)
         # FIX(slot-aware): pending slots (array tasks x slots per task), not one node per poll.
-        slots = 0
+        slots = pe_slots = 0
         for job in waiting:
             per_task = job.get("slots") if _is_int(job.get("slots")) else 1
             tasks = job.get("task_count") if _is_int(job.get("task_count")) and job["task_count"] > 0 else 1
             slots += per_task * tasks
+            if job.get("pe"):
+                pe_slots += per_task * tasks
         head = "%s waiting (oldest %s waited %s" % (
             _plural(slots, "slot"), _job_label(oldest), fmt_duration(waited))
         if not waited > cfg["job_wait_time"]:
             return 0, "%s <= job_wait_time %s)" % (head, fmt_duration(cfg["job_wait_time"]))
         head += " > job_wait_time %s), %s" % (fmt_duration(cfg["job_wait_time"]), self.spn_text)
         needed = int(math.ceil(slots / float(self.spn)))
-        need_now = needed - self.booting
+        # FIX(idle capacity): a parallel job waiting next to idle hosts waits for more hosts, not
+        # for as many as it needs: those idle hosts count against its need, like booting ones.
+        idle = min(self._idle_workers(), int(math.ceil(pe_slots / float(self.spn))))
+        need_now = needed - self.booting - idle
         if need_now <= 0:
-            return 0, "%s: %s needed, %d already booting" % (head, _plural(needed, "node"), self.booting)
+            return 0, "%s: %s needed, %d already booting%s" % (
+                head, _plural(needed, "node"), self.booting, (", %d idle" % idle) if idle else "")
         room = self._room()
         if room <= 0:
             return 0, "%s, but %s (%d booting) >= max_nodes %d" % (
@@ -673,6 +749,8 @@ class _Decision(object):
         reason = head
         if self.booting:
             reason += ", %d already booting" % self.booting
+        if idle:
+            reason += ", %d idle" % idle
         caps = []
         if count < need_now and count == cfg["add_nodes_per_iter"]:
             caps.append("add_nodes_per_iter=%d" % cfg["add_nodes_per_iter"])
@@ -682,8 +760,43 @@ class _Decision(object):
             reason += ", capped by " + " and ".join(caps)
         return count, reason
 
+    def _idle_workers(self):
+        """Execution hosts (not the master) with every slot free and a known, error-free state."""
+        master, slots_of = self.master, self.slots_of
+        return sum(1 for name, st in self.status.items()
+                   if st["exec_host"] and name != master and not st["busy"]
+                   and not st["unknown"] and not st["error"] and slots_of.get(name, 0) > 0)
+
+    def _grow_parallelcluster(self):
+        """ParallelCluster v2 jobwatcher: desired = busy nodes + ceil(pending slots / slots per node)."""
+        waiting = self.waiting
+        if not waiting:
+            return 0, "no job waiting that fits"
+        slots = 0
+        for job in waiting:
+            per_task = job.get("slots") if _is_int(job.get("slots")) else 1
+            tasks = job.get("task_count") if _is_int(job.get("task_count")) and job["task_count"] > 0 else 1
+            slots += per_task * tasks
+        busy = sum(1 for name, st in self.status.items() if st["exec_host"] and name != self.master and st["busy"])
+        workers = self.current - (1 if self.master in self.node_names else 0)
+        wanted = busy + int(math.ceil(slots / float(self.spn)))
+        head = "%s waiting, %s: %d busy + %d needed = %d wanted, %d up + %d booting" % (
+            _plural(slots, "slot"), self.spn_text, busy, wanted - busy, wanted, workers, self.booting)
+        need_now = wanted - workers - self.booting
+        if need_now <= 0:
+            return 0, head
+        room = self._room()
+        if room <= 0:
+            return 0, "%s, but %s (%d booting) >= max_nodes %d" % (
+                head, _plural(self.current + self.booting, "node"), self.booting, self.max_nodes)
+        count = min(need_now, room)
+        return count, head + (", capped by max_nodes=%d" % self.max_nodes if count < need_now else "")
+
     def _grow(self):
         """(count, reason) wanted for the waiting jobs, and (floor, floor_reason) for min_nodes."""
+        if self.pc:
+            count, reason = self._grow_parallelcluster()
+            return count, reason, 0, None
         if self.starcluster:
             # The seed's criteria only: it does not grow a cluster back to min_nodes.
             count, reason = self._grow_starcluster()
@@ -710,7 +823,8 @@ class _Decision(object):
                 keep[name] = "master (never removed%s)" % (", unless kill_cluster" if cfg["kill_cluster"] else "")
                 continue
             if st["jobs"]:
-                keep[name] = "running %s" % _plural(st["jobs"], "job")
+                if not self.lean:
+                    keep[name] = "running %s" % _plural(st["jobs"], "job")
                 continue
             if self.starcluster:
                 if st["used"]:
@@ -848,7 +962,7 @@ class _Decision(object):
         cfg, now = self.cfg, self.now
         self._census()
         self._queues_and_template()
-        if cfg["stabilization_time"] < MIN_STABILIZATION_TIME:
+        if cfg["stabilization_time"] < MIN_STABILIZATION_TIME and not self.pc:
             self.warnings.append("stabilization_time %s is below StarCluster's minimum of %s: fine for "
                                  "tests and demos, risky in production" % (
                                      fmt_duration(cfg["stabilization_time"]), fmt_duration(MIN_STABILIZATION_TIME)))
@@ -919,18 +1033,25 @@ class _Decision(object):
         # removals in removal order (longest idle first), then every kept node by name
         for name in remove:
             self.items.append(node_items[name])
-        for name in sorted(self.node_names - set(remove)):
+        for name in () if self.lean else sorted(self.node_names - set(remove)):
             self.items.append({"action": "keep", "host": name, "reason": "keep %s: %s" % (name, keep.get(name, "kept"))})
-        if self.ignored:
+        if self.ignored and not self.lean:
             self.items.append({"action": "none", "reason": "ignored for growth: " + _list_limited(
                 "%s %s" % (_job_label(j), j["reason"]) for j in self.ignored)})
 
-        self._history()
-        stats = self._stats()
+        if self.lean:
+            self.jobs_state = {"pending": {}, "running": {}, "started": [], "finished": []}
+            stats = None
+        else:
+            self._history()
+            stats = self._stats()
 
         # new state
         # Removed nodes stay recorded until a poll no longer sees them.
-        nodes_state = {name: dict(self.nodes[name]) for name in sorted(self.nodes)}
+        if self.lean:  # self.nodes holds fresh copies no one else sees
+            nodes_state = self.nodes
+        else:
+            nodes_state = {name: dict(self.nodes[name]) for name in sorted(self.nodes)}
         booting = list(self.booting_times) + [now] * add
         last_change, last_change_reason = self.last_change, self.last_change_reason
         if add or remove:

@@ -1,0 +1,231 @@
+"""Trace-driven simulator CLI: node cost and job wait of balancer policies on an SWF workload.
+
+Replays a Standard Workload Format trace through a simulated Grid Engine scheduler and the same
+``decide`` the playbook uses (plugins/plugin_utils/sim/engine.py), for each policy, cluster cap
+and billing mode; prints a table, writes docs/sim/<trace>.md and PNG plots.  From the repository:
+
+    .venv/bin/python -m benchmarks.simulate --trace ../shared/data/traces/KTH-SP2-1996-2.1-cln.swf \
+        --slots-per-node 1 --cap 1x,2x --billing per_second,hourly --copies 10 --out docs/sim
+
+``--cap`` takes node counts or multiples of the trace machine's size (``1x``: MaxProcs / slots
+per node).  With ``--copies N`` every case is also run N times with submit times shifted at random
+by up to 60 s, and each goal comparison is reported as holding in all, some or none of the copies.
+"""
+import argparse
+import os
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, ".collections"))
+
+from ansible_collections.gridengine.balancer.plugins.plugin_utils.sim import engine, swf  # noqa: E402
+
+COLUMNS = [("policy", "policy", "%s"), ("node_hours", "node-h", "%.0f"), ("cost", "cost", "%.0f"),
+           ("wait_mean", "mean wait s", "%.0f"), ("wait_median", "median s", "%.0f"),
+           ("wait_p95", "p95 wait s", "%.0f"), ("max_nodes", "max nodes", "%d"),
+           ("launches_per_day", "launches/day", "%.1f"), ("scale_events", "scale events", "%d"),
+           ("decide_calls", "decide calls", "%d")]
+
+
+def run_case(jobs, policies, cap, spn, billing, boot_delay):
+    """{policy: (Result, figures)} for one trace copy, cap and billing mode."""
+    out = {}
+    for policy in policies:
+        res = engine.simulate(jobs, policy, cap, spn, boot_delay=boot_delay, billing=billing)
+        fig = engine.summarize(res)
+        fig["cost"] = fig["cost_per_second"] if billing == "per_second" else fig["cost_hourly"]
+        out[policy] = (res, fig)
+    return out
+
+
+def goals(figs, billing, cap_reached_ratio):
+    """Issue 9's goals for the default profile, as (name, holds) pairs (missing policies: skipped)."""
+    out = []
+    d = figs.get("default")
+    if d is None:
+        return out
+    sc, pc, opt = figs.get("starcluster"), figs.get("parallelcluster"), figs.get("optimum")
+    if billing == "per_second":
+        if sc:
+            out.append(("mean wait < starcluster", d["wait_mean"] < sc["wait_mean"]))
+            out.append(("node-h <= starcluster", d["node_hours"] <= sc["node_hours"]))
+        if pc:
+            out.append(("node-h <= parallelcluster", d["node_hours"] <= pc["node_hours"]))
+            slack = 1.01 if cap_reached_ratio else 1.0
+            out.append(("p95 <= parallelcluster%s" % (" (+1%)" if cap_reached_ratio else ""),
+                        d["wait_p95"] <= pc["wait_p95"] * slack + 1e-9))
+        if opt and cap_reached_ratio is False:
+            out.append(("node-h <= 1.25 x optimum", d["node_hours"] <= 1.25 * opt["node_hours"]))
+    else:
+        if sc:
+            out.append(("mean wait < starcluster", d["wait_mean"] < sc["wait_mean"]))
+            out.append(("node-h <= 1.02 x starcluster", d["node_hours"] <= 1.02 * sc["node_hours"]))
+    return out
+
+
+def table(rows, markdown):
+    head = [c[1] for c in COLUMNS]
+    lines = []
+    cells = [[fmt % r[key] for key, _n, fmt in COLUMNS] for r in rows]
+    if markdown:
+        lines.append("| " + " | ".join(head) + " |")
+        lines.append("|" + "---|" * len(head))
+        lines.extend("| " + " | ".join(c) + " |" for c in cells)
+    else:
+        widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(head)]
+        lines.append("  ".join(h.rjust(w) for h, w in zip(head, widths)))
+        lines.extend("  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in cells)
+    return "\n".join(lines)
+
+
+def plot(case, name, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(2, 1, figsize=(11, 6.5), sharex=True)
+    for policy, (res, _f) in case.items():
+        if not res.timeline:
+            continue
+        t0 = res.start
+        xs = [(p[0] - t0) / 86400.0 for p in res.timeline]
+        axes[0].step(xs, [p[1] for p in res.timeline], where="post", label=policy, linewidth=0.7)
+        axes[1].step(xs, [p[2] for p in res.timeline], where="post", label=policy, linewidth=0.7)
+    axes[0].set_ylabel("billed nodes")
+    axes[1].set_ylabel("waiting jobs")
+    axes[1].set_xlabel("days since the first submit")
+    axes[0].legend(loc="upper right", fontsize=8)
+    axes[0].set_title(name)
+    fig.tight_layout()
+    tmp = path + ".tmp.png"
+    fig.savefig(tmp, dpi=90)
+    plt.close(fig)
+    os.replace(tmp, path)
+
+
+def plot_plane(case, name, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(7, 5))
+    for policy, (_r, f) in case.items():
+        ax.scatter([f["cost"]], [f["wait_mean"]], s=40)
+        ax.annotate(policy, (f["cost"], f["wait_mean"]), fontsize=8, xytext=(4, 4), textcoords="offset points")
+    ax.set_xlabel("cost (node-hours as billed)")
+    ax.set_ylabel("mean wait (s)")
+    ax.set_title(name)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    tmp = path + ".tmp.png"
+    fig.savefig(tmp, dpi=90)
+    plt.close(fig)
+    os.replace(tmp, path)
+
+
+def parse_caps(text, machine, spn):
+    caps = []
+    for part in text.split(","):
+        part = part.strip()
+        if part.endswith("x"):
+            caps.append((part, max(1, int(round(float(part[:-1]) * machine / float(spn))))))
+        else:
+            caps.append((part, int(part)))
+    return caps
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trace", required=True, action="append", help="SWF file (repeatable)")
+    parser.add_argument("--slots-per-node", type=int, default=1)
+    parser.add_argument("--policies", default=",".join(engine.POLICIES))
+    parser.add_argument("--billing", default="per_second,hourly", help="per_second, hourly or both")
+    parser.add_argument("--cap", default="1x,2x", help="worker nodes, or Nx of the trace machine")
+    parser.add_argument("--boot-delay", type=float, default=120.0)
+    parser.add_argument("--copies", type=int, default=0, help="shifted copies per case (0: none)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--out", default=None, help="directory for the Markdown table and plots")
+    parser.add_argument("--no-plots", action="store_true")
+    opts = parser.parse_args(argv)
+    policies = [p.strip() for p in opts.policies.split(",") if p.strip()]
+    for p in policies:
+        if p not in engine.POLICIES:
+            parser.error("--policies: unknown policy %r (known: %s)" % (p, ", ".join(engine.POLICIES)))
+    billings = [b.strip() for b in opts.billing.split(",") if b.strip()]
+    for b in billings:
+        if b not in engine.BILLING:
+            parser.error("--billing: %r is not one of %s" % (b, ", ".join(engine.BILLING)))
+    if opts.slots_per_node < 1:
+        parser.error("--slots-per-node: must be >= 1")
+    if opts.out:
+        os.makedirs(opts.out, exist_ok=True)
+    began = time.monotonic()
+    md = ["# Trace simulator results", "", "Written by benchmarks/simulate.py; see docs/simulator.md for the model.", "",
+          "Command: `.venv/bin/python -m benchmarks.simulate %s`" % " ".join(argv if argv is not None else sys.argv[1:]),
+          ""]
+    for path in opts.trace:
+        try:
+            trace = swf.load(path)
+        except (OSError, swf.SwfError) as err:
+            raise SystemExit("--trace: %s" % err)
+        tname = os.path.basename(path).rsplit(".", 1)[0]
+        machine = trace.machine_procs()
+        print("%s: %d jobs replayed (%s skipped), machine %d processors" % (
+            tname, len(trace.jobs), sum(trace.skipped.values()), machine))
+        md += ["## %s" % tname, "",
+               "%d jobs replayed, skipped: %s; machine: %d processors; %d slot(s) per node; boot delay %.0f s."
+               % (len(trace.jobs), trace.skipped or "none", machine, opts.slots_per_node, opts.boot_delay), ""]
+        for cap_label, cap in parse_caps(opts.cap, machine, opts.slots_per_node):
+            for billing in billings:
+                t = time.monotonic()
+                case = run_case(trace.jobs, policies, cap, opts.slots_per_node, billing, opts.boot_delay)
+                took = time.monotonic() - t
+                rows = [f for _r, f in case.values()]
+                figs = {p: f for p, (_r, f) in case.items()}
+                title = "%s, cap %s = %d nodes, %s billing" % (tname, cap_label, cap, billing)
+                reached = any(f["max_nodes"] >= cap for p, f in figs.items() if p in engine.DECIDE_POLICIES)
+                print("\n%s (%.1f s)" % (title, took))
+                print(table(rows, markdown=False))
+                md += ["### %s" % title, "", table(rows, markdown=True), "",
+                       "Simulated in %.1f s (one copy, %s)." % (took, ", ".join(policies)), ""]
+                results = goals(figs, billing, reached if cap_label != "2x" else False)
+                if results:
+                    print("goals: " + "; ".join("%s: %s" % (n, "met" if ok else "MISSED") for n, ok in results))
+                copies_text = None
+                if opts.copies > 0 and results:
+                    held = {n: 0 for n, _ok in results}
+                    for c in range(opts.copies):
+                        jobs = engine.shifted(trace.jobs, seed=opts.seed * 1000 + c)
+                        cc = run_case(jobs, policies, cap, opts.slots_per_node, billing, opts.boot_delay)
+                        cf = {p: f for p, (_r, f) in cc.items()}
+                        for n, ok in goals(cf, billing, reached if cap_label != "2x" else False):
+                            held[n] = held.get(n, 0) + (1 if ok else 0)
+                    copies_text = "; ".join("%s: %s (%d/%d)" % (
+                        n, "all" if k == opts.copies else ("none" if k == 0 else "some"), k, opts.copies)
+                        for n, k in held.items())
+                    print("in %d shifted copies: %s" % (opts.copies, copies_text))
+                if results:
+                    md += ["Goals (one copy): " + "; ".join(
+                        "%s: **%s**" % (n, "met" if ok else "missed") for n, ok in results), ""]
+                if copies_text:
+                    md += ["In %d copies with submit times shifted by up to 60 s: %s." % (opts.copies, copies_text), ""]
+                if opts.out and not opts.no_plots:
+                    stem = "%s-%s-%s" % (tname, cap_label, billing)
+                    plot(case, title, os.path.join(opts.out, stem + "-timeline.png"))
+                    plot_plane(case, title, os.path.join(opts.out, stem + "-plane.png"))
+                    md += ["![nodes and queue](%s-timeline.png)" % stem, "",
+                           "![cost vs wait](%s-plane.png)" % stem, ""]
+    wall = time.monotonic() - began
+    print("\nwall time: %.1f s" % wall)
+    md += ["Wall time of the whole run: %.1f s." % wall, ""]
+    if opts.out:
+        names = [os.path.basename(t).rsplit(".", 1)[0] for t in opts.trace]
+        target = os.path.join(opts.out, "%s.md" % "+".join(names))
+        with open(target + ".tmp", "w") as handle:
+            handle.write("\n".join(md))
+        os.replace(target + ".tmp", target)
+        print("wrote %s" % target)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

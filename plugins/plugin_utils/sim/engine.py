@@ -1,0 +1,542 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gridengine.balancer
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Discrete-event simulator: a workload through Grid Engine's default scheduler and a balancer.
+
+The balancer is the real :func:`policy.elastic.decide`, polled every ``interval`` seconds with
+snapshots in the docs/snapshot.md schema and the state it returned last time.  Pure: no clock, no
+I/O, no Ansible import.  The model (docs/simulator.md has the long version):
+
+* **Nodes** have ``slots_per_node`` slots.  A node asked for at ``t`` is billed from ``t`` and
+  joins the scheduler at ``t + boot_delay``; a removed node is billed until the poll that removed
+  it.  The master (``"master"``) counts as a node for ``min_nodes``/``max_nodes`` (as in
+  StarCluster) but runs no jobs and is not billed: it is the same for every policy.
+* **Scheduler**: Grid Engine's default behaviour, run at every event (submit, job end, node
+  join): pending jobs in submit order, every job that fits starts, no reservation (a wide job
+  can be overtaken for ever by narrow ones).  A job needs all its slots at once.  A job wider
+  than one node is a parallel job with allocation rule ``$fill_up`` over the nodes in join order
+  (oldest first): it fits when the free slots of all nodes together are enough.  Narrow jobs are
+  packed the same way, so the newest nodes are the first to drain.
+* **Polls** at ``t0 + k * interval``; events at the same instant are applied first.  A poll is
+  *skipped* only when it provably cannot change anything (see :meth:`_Sim._wake`); the state
+  fields a skipped poll would have refreshed that later decisions read (``nodes.*.last_busy``)
+  are brought up to date by the engine exactly as that poll would have.  ``skip=False`` calls
+  ``decide`` at every tick; the unit tests check both give identical results.
+
+Policies: ``default``, ``starcluster``, ``parallelcluster`` (profiles of ``decide``), ``static``
+(``cap`` nodes from the first submit to the last job end, no boot wait), and ``optimum`` (the
+lower bound on cost: every slot-second of the trace packed on nodes with zero wait).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+
+from ..policy import elastic
+
+POLICIES = ("default", "starcluster", "parallelcluster", "static", "optimum")
+DECIDE_POLICIES = ("default", "starcluster", "parallelcluster")
+BILLING = ("per_second", "hourly")
+MASTER = "master"
+#: Options of the ``default`` profile as the simulator runs it (besides the cluster's size and
+#: shape).  These are the tuned rules of docs/simulator.md; every other option keeps its default.
+DEFAULT_TUNING = {
+    # stabilization_time 0: growth counts booting (and idle) nodes, so it cannot overshoot and
+    # needs no cool-down; idle_time 540: a node idle 9 minutes is unlikely to be wanted soon.
+    "per_second": {"interval": 30, "job_wait_time": 0, "stabilization_time": 0, "idle_time": 540},
+    "hourly": {"interval": 30, "job_wait_time": 0, "stabilization_time": 300},
+}
+_EPS = 1e-6
+#: Trace times count from the trace's start (often 0); the engine adds this so that ``now`` looks
+#: like a clock (seconds since the epoch, 2001-09-09) and no time is ever 0 or negative.
+EPOCH = 1000000000.0
+
+
+def policy_config(policy, cap, slots_per_node, billing="per_second", overrides=None):
+    """The ``decide`` config of a simulated policy (``cap`` worker nodes, plus the master)."""
+    if policy not in DECIDE_POLICIES:
+        raise ValueError("policy: %r does not call decide (one of %s)" % (policy, ", ".join(DECIDE_POLICIES)))
+    if billing not in BILLING:
+        raise ValueError("billing: must be one of %s, got %r" % (", ".join(BILLING), billing))
+    cfg = {"profile": policy, "master": MASTER, "max_nodes": cap + 1, "min_nodes": 1,
+           "slots_per_node": slots_per_node}
+    if policy == "default":
+        cfg["billing"] = billing
+        cfg["add_nodes_per_iter"] = cap
+        cfg.update(DEFAULT_TUNING[billing])
+    elif policy == "parallelcluster":
+        cfg["billing"] = "per_second"
+    cfg.update(overrides or {})
+    return elastic.validate_config(cfg)
+
+
+def shifted(jobs, seed, spread=60.0):
+    """A copy of ``jobs`` with each submit time moved later by uniform(0, spread) s, re-sorted."""
+    rng = random.Random(seed)
+    out = [j._replace(submit=j.submit + rng.uniform(0.0, spread)) for j in jobs]
+    out.sort(key=lambda j: (j.submit, j.line))
+    return out
+
+
+class Result(object):
+    """What one simulated run produced; :func:`summarize` turns it into figures."""
+
+    def __init__(self, policy, billing, cap, slots_per_node):
+        self.policy = policy
+        self.billing = billing            # the billing the policy's rules followed
+        self.cap = cap
+        self.slots_per_node = slots_per_node
+        self.lives = []                   # [(billed from, billed until)] per node
+        self.waits = []                   # start - submit, per job
+        self.timeline = []                # [(time, billed nodes, pending jobs)] at each change
+        self.max_nodes = 0
+        self.launches = 0
+        self.scale_events = 0             # polls whose plan added or removed nodes
+        self.decide_calls = 0
+        self.ticks = 0                    # polls in the run (called or skipped)
+        self.start = 0.0
+        self.end = 0.0
+        self.unplaceable = 0              # jobs wider than cap x slots_per_node (never run)
+        self.node_seconds = None          # optimum only: slot-seconds / slots_per_node
+
+
+def summarize(result, price=1.0):
+    """Figures of a run: node-hours, cost under both billings, waits, peaks, churn."""
+    waits = sorted(result.waits)
+    n = len(waits)
+
+    def pct(q):
+        if not n:
+            return 0.0
+        pos = (n - 1) * q
+        lo = int(math.floor(pos))
+        hi = min(lo + 1, n - 1)
+        return waits[lo] + (waits[hi] - waits[lo]) * (pos - lo)
+
+    if result.node_seconds is not None:
+        node_hours = result.node_seconds / 3600.0
+        per_second = hourly = node_hours
+    else:
+        lives = [max(0.0, b - a) for a, b in result.lives]
+        node_hours = sum(lives) / 3600.0
+        per_second = sum(max(60.0, x) for x in lives) / 3600.0
+        hourly = float(sum(max(1, int(math.ceil(x / 3600.0 - 1e-9))) for x in lives))
+    days = max(result.end - result.start, 1.0) / 86400.0
+    return {
+        "policy": result.policy,
+        "billing": result.billing,
+        "node_hours": node_hours,
+        "cost_per_second": per_second * price,
+        "cost_hourly": hourly * price,
+        "wait_mean": (sum(waits) / n) if n else 0.0,
+        "wait_median": pct(0.5),
+        "wait_p95": pct(0.95),
+        "max_nodes": result.max_nodes,
+        "launches_per_day": result.launches / days,
+        "scale_events": result.scale_events,
+        "decide_calls": result.decide_calls,
+        "ticks": result.ticks,
+        "jobs": n,
+        "unplaceable": result.unplaceable,
+    }
+
+
+def optimum(jobs, cap, slots_per_node):
+    """The lower bound: total slot-seconds / slots per node, zero wait."""
+    res = Result("optimum", "any", cap, slots_per_node)
+    fit = [j for j in jobs if j.procs <= cap * slots_per_node]
+    res.unplaceable = len(jobs) - len(fit)
+    res.node_seconds = sum(j.procs * j.run for j in fit) / float(slots_per_node)
+    res.waits = [0.0] * len(fit)
+    if fit:
+        res.start = fit[0].submit
+        res.end = max(j.submit + j.run for j in fit)
+        deltas = sorted([(j.submit, j.procs) for j in fit] + [(j.submit + j.run, -j.procs) for j in fit],
+                        key=lambda d: (d[0], d[1]))
+        used = peak = 0
+        for when, delta in deltas:
+            used += delta
+            peak = max(peak, used)
+        res.max_nodes = int(math.ceil(peak / float(slots_per_node)))
+    return res
+
+
+def simulate(jobs, policy, cap, slots_per_node=1, boot_delay=120.0, billing="per_second", config=None,
+             skip=True, timeline=True, lean=True):
+    """Replay ``jobs`` (swf.Job, submit order) under ``policy``; return a :class:`Result`.
+
+    ``cap``: the most worker nodes (``max_nodes`` is ``cap + 1``: the master counts).
+    ``config``: the ``decide`` config (default :func:`policy_config`).  ``skip=False`` polls
+    ``decide`` at every tick (slow; for checking that skipping changes nothing).  ``lean=True``
+    calls ``elastic._decide_validated(..., lean=True)`` (the config validated once, no texts for
+    people); ``lean=False`` the public ``decide``.  Both give the same run (unit-tested).
+    """
+    if policy not in POLICIES:
+        raise ValueError("policy: must be one of %s, got %r" % (", ".join(POLICIES), policy))
+    if not (isinstance(cap, int) and cap >= 1):
+        raise ValueError("cap: must be an integer >= 1, got %r" % (cap,))
+    if not (isinstance(slots_per_node, int) and slots_per_node >= 1):
+        raise ValueError("slots_per_node: must be an integer >= 1, got %r" % (slots_per_node,))
+    if not (boot_delay >= 0):
+        raise ValueError("boot_delay: must be >= 0 seconds, got %r" % (boot_delay,))
+    if policy == "optimum":
+        return optimum(jobs, cap, slots_per_node)
+    if policy in DECIDE_POLICIES and config is None:
+        config = policy_config(policy, cap, slots_per_node, billing)
+    if policy in DECIDE_POLICIES:
+        config = elastic.validate_config(config)
+    sim = _Sim(jobs, policy, cap, slots_per_node, float(boot_delay), billing, config, skip, timeline, lean)
+    return sim.run()
+
+
+class _Node(object):
+    __slots__ = ("name", "seq", "launched", "up", "free", "jobs", "busy_since", "host")
+
+    def __init__(self, name, seq, launched):
+        self.name = name
+        self.seq = seq
+        self.launched = launched
+        self.up = False
+        self.free = 0
+        self.jobs = 0
+        self.busy_since = None
+        self.host = None
+
+
+_END, _BOOT = 0, 1
+
+
+class _Sim(object):
+
+    def __init__(self, jobs, policy, cap, spn, boot_delay, billing, config, skip, timeline, lean=True):
+        self.policy = policy
+        self.lean = lean
+        self.cap = cap
+        self.spn = spn
+        self.boot_delay = boot_delay
+        self.cfg = config
+        self.skip = skip
+        self.keep_timeline = timeline
+        self.jobs = [j._replace(submit=j.submit + EPOCH) for j in jobs if j.procs <= cap * spn]
+        self.res = Result(policy, config["billing"] if config else billing, cap, spn)
+        self.res.unplaceable = len(jobs) - len(self.jobs)
+        self.interval = float(config["interval"]) if config else 60.0
+        self.nodes = {}          # name -> _Node (launched, not yet terminated)
+        self.up = []             # nodes that joined, in join order (placement order)
+        self.hosts = {}          # snapshot "hosts", kept up to date
+        self.pending = {}        # job index -> snapshot entry (dict keeps submit order)
+        self.running = {}        # job index -> (snapshot entry, [(node, slots)])
+        self.events = []         # heap of (time, kind, seq, payload)
+        self.seq = 0
+        self.counter = 0
+        self.total_free = 0
+        self.booting = 0
+        self.state = None
+        self.last_call = None
+        self.dirty = True
+        self.host_changed = True
+        self.billed = 0
+
+    # ---- bookkeeping ---------------------------------------------------------------------
+    def _push(self, when, kind, payload):
+        self.seq += 1
+        heapq.heappush(self.events, (when, kind, self.seq, payload))
+
+    def _record(self, now):
+        if self.billed > self.res.max_nodes:
+            self.res.max_nodes = self.billed
+        if self.keep_timeline:
+            point = (now, self.billed, len(self.pending))
+            tl = self.res.timeline
+            if not tl or tl[-1][1:] != point[1:]:
+                tl.append(point)
+
+    def _launch(self, now, count, boot_delay):
+        for _ in range(count):
+            self.counter += 1
+            node = _Node("node%05d" % self.counter, self.counter, now)
+            self.nodes[node.name] = node
+            self.booting += 1
+            self.billed += 1
+            self.res.launches += 1
+            self._push(now + boot_delay, _BOOT, node.name)
+
+    def _join(self, node):
+        self.booting -= 1
+        node.up = True
+        node.free = self.spn
+        node.host = {"arch": "lx-amd64", "num_proc": self.spn, "load_avg": 0.0, "mem_total": None,
+                     "mem_used": None, "slots_total": self.spn, "slots_used": 0, "slots_reserved": 0,
+                     "states": "", "queues": ["all.q"], "running_jobs": 0}
+        self.hosts[node.name] = node.host
+        self.up.append(node)
+        self.total_free += self.spn
+        self.host_changed = True
+
+    def _terminate(self, name, now):
+        node = self.nodes.pop(name)
+        if node.jobs:
+            raise RuntimeError("%s: the plan removed a node that runs %d job(s)" % (name, node.jobs))
+        if node.up:
+            self.up.remove(node)
+            del self.hosts[name]
+            self.total_free -= node.free
+        else:
+            self.booting -= 1
+        self.billed -= 1
+        self.res.lives.append((node.launched, now))
+        self.host_changed = True
+
+    def _last_tick_before(self, when):
+        k = int(math.ceil((when - self.t0) / self.interval - _EPS)) - 1
+        return self.t0 + k * self.interval
+
+    def _grid_ceil(self, when):
+        k = int(math.ceil((when - self.t0) / self.interval - _EPS))
+        return self.t0 + max(k, 0) * self.interval
+
+    # ---- the scheduler ---------------------------------------------------------------------
+    def _start(self, idx, now):
+        job = self.jobs[idx]
+        del self.pending[idx]
+        need = job.procs
+        alloc = []
+        for node in self.up:
+            if node.free:
+                take = node.free if node.free < need else need
+                node.free -= take
+                if not node.jobs:
+                    node.busy_since = now
+                node.jobs += 1
+                host = node.host
+                host["slots_used"] += take
+                host["load_avg"] = float(host["slots_used"])
+                host["running_jobs"] += 1
+                alloc.append((node, take))
+                need -= take
+                if not need:
+                    break
+        self.total_free -= job.procs
+        first = alloc[0][0].name
+        run = {"id": job.id, "task": None, "name": "j%d" % job.id, "owner": "u%d" % job.user,
+               "project": None, "state": "r", "queue": "all.q", "host": first,
+               "hosts": {n.name: s for n, s in alloc}, "slots": job.procs, "start_time": now}
+        self.running[idx] = (run, alloc)
+        self.res.waits.append(now - job.submit)
+        self._push(now + job.run, _END, idx)
+
+    def _schedule(self, now):
+        if not self.pending or self.total_free <= 0:
+            return
+        for idx in list(self.pending):
+            if self.jobs[idx].procs <= self.total_free:
+                self._start(idx, now)
+                if self.total_free <= 0:
+                    break
+
+    def _end(self, idx, now):
+        run, alloc = self.running.pop(idx)
+        for node, take in alloc:
+            node.free += take
+            node.jobs -= 1
+            host = node.host
+            host["slots_used"] -= take
+            host["load_avg"] = float(host["slots_used"])
+            host["running_jobs"] -= 1
+            if not node.jobs:
+                self._went_idle(node, now)
+            if node.name not in self.nodes:
+                raise RuntimeError("job ended on a terminated node")
+        self.total_free += self.jobs[idx].procs
+
+    def _went_idle(self, node, now):
+        """A skipped poll that saw this node busy would have set its last_busy: do it here."""
+        if self.state is None:
+            return
+        tick = self._last_tick_before(now)
+        if tick >= node.busy_since and (self.last_call is None or tick > self.last_call):
+            rec = self.state.get("nodes", {}).get(node.name)
+            if rec is not None and (rec.get("last_busy") is None or rec["last_busy"] < tick):
+                rec["last_busy"] = tick
+
+    def _submit(self, idx):
+        job = self.jobs[idx]
+        self.pending[idx] = {
+            "id": job.id, "name": "j%d" % job.id, "owner": "u%d" % job.user, "project": None,
+            "state": "qw", "priority": 0.0, "submit_time": job.submit, "tasks": None, "task_count": 1,
+            "slots": job.procs, "pe": "mpi" if job.procs > 1 else None,
+            "pe_range": str(job.procs) if job.procs > 1 else None, "hard_requests": {},
+            "hard_queues": [], "held": False, "error": False}
+
+    # ---- the balancer -----------------------------------------------------------------------
+    def _wake(self, cursor):
+        """Earliest time >= cursor at which a poll could change anything (inf: none before an event).
+
+        ``decide`` reads the clock only through these comparisons: a waiting job's age against
+        ``job_wait_time``; the time since the last change against ``stabilization_time``; a
+        booting node's age against ``boot_timeout``; a node's idle time against ``idle_time``
+        (per-second billing) or its minutes past the hour against ``kill_after`` (hourly); and
+        texts.  Between two events the snapshot does not change, so a poll can act only when
+        one of these comparisons turns true.  Whatever the profile, nothing is added while
+        ``current + booting >= max_nodes`` and nothing is removed while a job waits or from a
+        busy node; so with jobs waiting at the cap, or no job waiting and no idle node, no poll
+        can act until the next event.  After a poll that did nothing (and no event since),
+        only a comparison that turns true *later* can make the next one act.
+        """
+        if self.state is None or self.host_changed:
+            return cursor
+        wake = self._next_change(cursor)
+        if not self.skip:
+            # every tick, until nothing can ever change again (the end of the run)
+            return cursor if (wake < math.inf or self.events or self.pending) else math.inf
+        return wake
+
+    def _next_change(self, cursor):
+        cfg, st = self.cfg, self.state
+        lower = cursor if self.dirty else self.last_call + _EPS
+        last_change = st.get("last_change")
+        stable_at = last_change + cfg["stabilization_time"] if last_change is not None else -math.inf
+        times = []
+        for rec in st.get("booting", []):
+            times.append(rec["requested_at"] + cfg["boot_timeout"] + _EPS)
+        if self.pending:
+            if 1 + len(self.nodes) < cfg["max_nodes"]:
+                if self.policy == "parallelcluster":
+                    grow_at = -math.inf
+                else:
+                    oldest = self.jobs[next(iter(self.pending))].submit
+                    grow_at = oldest + cfg["job_wait_time"] + _EPS
+                times.append(max(grow_at, stable_at))
+        else:
+            hourly = self.policy == "starcluster" or cfg["billing"] == "hourly"
+            for node in self.up:
+                if node.jobs:
+                    continue
+                rec = st["nodes"].get(node.name)
+                if rec is None:
+                    return cursor
+                if hourly:
+                    # removable while up >= kill_after minutes past its hour (and stable): not
+                    # monotonic, so the earliest time that is both, after the last poll that
+                    # found it not so (or, after an event, from now on).
+                    began = rec.get("joined") or rec["first_seen"]
+                    opens = began + cfg["kill_after"] * 60.0
+                    width = (60 - cfg["kill_after"]) * 60.0
+
+                    def in_window_from(when):
+                        start = opens + math.floor((when - opens) / 3600.0) * 3600.0
+                        return when if when < start + width else start + 3600.0
+
+                    if self.dirty:
+                        at = in_window_from(max(cursor, stable_at))
+                    else:
+                        was = self.last_call
+                        if was >= stable_at and in_window_from(was) == was:
+                            at = in_window_from(opens + (math.floor((was - opens) / 3600.0) + 1) * 3600.0)
+                        else:
+                            at = in_window_from(max(was, stable_at))
+                            if at <= was:
+                                at = was + _EPS
+                    times.append(at)
+                    continue
+                else:
+                    since = rec.get("last_busy")
+                    if since is None:
+                        since = rec.get("joined") or rec["first_seen"]
+                    at = since + cfg["idle_time"]
+                times.append(max(at, stable_at))
+        best = math.inf
+        for when in times:
+            if when >= lower and when < best:
+                best = when
+            elif when < lower and self.dirty:
+                best = min(best, cursor)
+        return max(best, cursor)
+
+    def _poll(self, now):
+        snapshot = {"schema": 1, "taken_at": now, "flavour": "simulated", "cell": "default",
+                    "master": MASTER, "hosts": self.hosts, "pending": list(self.pending.values()),
+                    "running": [r for r, _a in self.running.values()]}
+        state = self.state if self.state is not None else {}
+        if self.lean:
+            plan = elastic._decide_validated(snapshot, state, self.cfg, float(now), lean=True)
+        else:
+            plan = elastic.decide(snapshot, state, self.cfg, now)
+        self.res.decide_calls += 1
+        self.state = plan["state"]
+        self.last_call = now
+        self.host_changed = False
+        self.dirty = False
+        if plan["add"] or plan["remove"]:
+            self.res.scale_events += 1
+            self.dirty = True
+        for name in plan["remove"]:
+            if name == MASTER:
+                continue
+            self._terminate(name, now)
+        if plan["add"]:
+            self._launch(now, plan["add"], self.boot_delay)
+
+    # ---- main loop -----------------------------------------------------------------------
+    def run(self):
+        jobs = self.jobs
+        res = self.res
+        if not jobs:
+            return res
+        self.t0 = jobs[0].submit
+        res.start = self.t0
+        if self.policy == "static":
+            self._launch(self.t0, self.cap, 0.0)
+        nxt = 0            # next job to submit
+        cursor = self.t0   # next poll not yet considered
+        now = self.t0
+        last_job_end = self.t0
+        events = self.events
+        decide = self.policy in DECIDE_POLICIES
+        while True:
+            event_at = events[0][0] if events else math.inf
+            submit_at = jobs[nxt].submit if nxt < len(jobs) else math.inf
+            first = min(event_at, submit_at)
+            if decide:
+                if first <= cursor:
+                    call_at = math.inf
+                else:
+                    wake = self._wake(cursor)
+                    call_at = self._grid_ceil(wake) if wake < math.inf else math.inf
+                if call_at < first:
+                    now = call_at
+                    self._poll(now)
+                    self._schedule(now)
+                    self._record(now)
+                    cursor = now + self.interval
+                    continue
+                if first == math.inf:
+                    break
+                cursor = max(cursor, self._grid_ceil(first))
+            elif first == math.inf:
+                break
+            now = first
+            while events and events[0][0] == now:
+                _when, kind, _seq, payload = heapq.heappop(events)
+                if kind == _END:
+                    self._end(payload, now)
+                    last_job_end = now
+                else:
+                    node = self.nodes.get(payload)
+                    if node is not None:
+                        self._join(node)
+            while nxt < len(jobs) and jobs[nxt].submit == now:
+                self._submit(nxt)
+                nxt += 1
+            self._schedule(now)
+            self.dirty = True
+            self._record(now)
+        end = max(now, last_job_end)
+        for name in list(self.nodes):
+            self._terminate(name, last_job_end if self.policy == "static" else end)
+        res.ticks = int((end - self.t0) // self.interval) + 1 if decide else 0
+        res.end = end
+        self._record(end)
+        return res
