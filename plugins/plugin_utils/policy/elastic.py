@@ -115,7 +115,7 @@ def _is_number(value):
 
 
 def _is_int(value):
-    return type(value) is int or (isinstance(value, int) and not isinstance(value, bool))
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def validate_config(config):
@@ -220,7 +220,7 @@ def _num(value, default=None):
 
 
 def _is_mapping(value):
-    return type(value) is dict or isinstance(value, Mapping)
+    return isinstance(value, Mapping)
 
 
 def _parse_memory(value):
@@ -494,23 +494,22 @@ class _Decision(object):
         # (written for speed: the trace simulator calls this for every host of every poll)
         get = host.get
         states = get("states") or ""
-        if type(states) is not str and not isinstance(states, str):
+        if not isinstance(states, str):
             states = ""
         reported = get("running_jobs")
-        if type(reported) is not int and not _is_int(reported):
+        if not _is_int(reported):
             reported = 0
         jobs = self.jobs_on.get(name, 0)
         if reported > jobs:
             jobs = reported
         used = get("slots_used")
-        if type(used) is not int and not _is_int(used):
+        if not _is_int(used):
             used = 0
         reserved = get("slots_reserved")
-        if type(reserved) is not int and not _is_int(reserved):
+        if not _is_int(reserved):
             reserved = 0
         load = get("load_avg")
-        if type(load) is not float or not math.isfinite(load):
-            load = _num(load)
+        load = _num(load)
         return {
             "busy": jobs > 0 or used > 0 or reserved > 0,
             "jobs": jobs,

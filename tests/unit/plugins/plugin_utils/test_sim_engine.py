@@ -125,7 +125,7 @@ def test_policy_config_validates_and_counts_the_master():
 def _random_trace(seed, n=70):
     rng = random.Random(seed)
     rows, t = [], 0.0
-    for _ in range(n):
+    for _i in range(n):
         t += rng.choice([0, 0, 5, 40, 200, 700, 2500])
         rows.append((t, rng.choice([3, 30, 300, 1500, 5000]), rng.choice([1, 1, 1, 2, 3, 5, 8])))
     return jobs(*rows)
