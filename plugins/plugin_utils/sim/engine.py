@@ -179,7 +179,7 @@ def simulate(jobs, policy, cap, slots_per_node=1, boot_delay=120.0, billing="per
         raise ValueError("cap: must be an integer >= 1, got %r" % (cap,))
     if not (isinstance(slots_per_node, int) and slots_per_node >= 1):
         raise ValueError("slots_per_node: must be an integer >= 1, got %r" % (slots_per_node,))
-    if not boot_delay >= 0:  # also refuses NaN
+    if math.isnan(boot_delay) or boot_delay < 0:
         raise ValueError("boot_delay: must be >= 0 seconds, got %r" % (boot_delay,))
     if policy == "optimum":
         return optimum(jobs, cap, slots_per_node)
