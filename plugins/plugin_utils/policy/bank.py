@@ -38,6 +38,12 @@ Profiles
       on that entry (``desired x capacity``), and step 5 rewards at most what brings the class's
       total to its target. Tickets a class never was entitled to (a class that grew while another
       was idle) are not paid back, which otherwise overshoots and slows recovery.
+
+    Callers may pass ``wants`` (N x S bool): children that wanted more than they got although
+    their aggregate usage stayed below their allocation (a manager one of whose nodes was
+    needy). They count as needy. Under demand that barely exceeds a class's entitlement, a
+    manager's class is needy on some nodes and under-using on others, so by the aggregate rule
+    the top never sees it needy and step 3 cannot give it its deficit (docs/shares.md).
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -269,13 +275,14 @@ def _check_rows(rows):
 
 
 def bank_round(alloc, usage, desired, accounts=None, capacity=None, c=2.0, floor=1.0,
-               temporal="none", profile="default", passes=None, group=None):
+               temporal="none", profile="default", passes=None, group=None, wants=None):
     """One allocation round; returns ``(new_alloc N x S, accounts, needy N x S bool)``.
 
     ``desired`` is in percent of the total capacity (S values, or G x S with ``group``: one
     row per manager); ``accounts`` (S, or G x S) defaults to zeros. With ``group`` (N manager
     indices) the children of G managers are allocated in one vectorised call, each manager
-    on its own children only.
+    on its own children only. ``wants`` (N x S bool, optional): children that count as needy
+    whatever their usage (see the module docstring).
     """
     require_numpy()
     if profile not in PROFILES:
@@ -330,6 +337,12 @@ def bank_round(alloc, usage, desired, accounts=None, capacity=None, c=2.0, floor
     new = np.multiply(alloc_t, 1.0 - 1e-9)
     new -= 1e-9
     needy = usage_t >= new
+    if wants is not None:
+        wants = np.asarray(wants, dtype=bool)
+        if wants.shape != (n, s):
+            raise BankError("wants: expected %d x %d booleans, got shape %s"
+                            % (n, s, wants.shape))
+        needy |= (wants if groups.perm is None else wants[groups.perm]).T
     literal = profile == "paper"
     if literal:
         counted = None
@@ -389,11 +402,14 @@ class OuterCorrection(object):
     ``offset += gain x (desired - measured)`` after each report, within +-``limit`` points. It
     is frozen while capacity idles (total usage below the capacity), while a class is more
     than ``tolerance`` points below its share without wanting more anywhere (no demand: no
-    allocation can help, and integrating would wind up and overshoot at its return), and while
-    any class is more than ``band`` points off (a transient the bank steps handle).
+    allocation can help, and integrating would wind up and overshoot at its return), while a
+    class below its share uses less than its allocation (``alloc_total`` given; *demand-limited*:
+    more than ``slack`` of what it holds goes unused, so a higher target only adds tickets it
+    leaves idle: integrating would chase its demand's noise and wind up; docs/shares.md), and
+    while any class is more than ``band`` points off (a transient the bank steps handle).
     """
 
-    def __init__(self, desired, gain=0.5, limit=5.0, tolerance=1.0, band=2.0):
+    def __init__(self, desired, gain=0.5, limit=5.0, tolerance=1.0, band=2.0, slack=0.1):
         require_numpy()
         self.desired = np.asarray(desired, dtype=np.float64)
         self.offset = np.zeros_like(self.desired)
@@ -401,15 +417,17 @@ class OuterCorrection(object):
         self.limit = float(limit)
         self.tolerance = float(tolerance)
         self.band = float(band)
+        self.slack = float(slack)
 
     def targets(self):
         """Corrected desired percentages (>= 0, summing to 100)."""
         t = np.maximum(self.desired + self.offset, 0.0)
         return t * (100.0 / t.sum())
 
-    def update(self, usage_total, capacity_total, wants_more):
+    def update(self, usage_total, capacity_total, wants_more, alloc_total=None):
         """``usage_total`` (S tickets used cluster-wide), ``wants_more`` (S bool: needy
-        somewhere). Returns True when the integrator moved."""
+        somewhere), ``alloc_total`` (S tickets allocated when that usage was measured;
+        None: the demand-limited rule is off). Returns True when the integrator moved."""
         usage_total = np.asarray(usage_total, dtype=np.float64)
         used = usage_total.sum()
         if used <= 0 or used < capacity_total * (1.0 - 1e-6):
@@ -418,6 +436,11 @@ class OuterCorrection(object):
         short = measured < self.desired - self.tolerance
         if np.any(short & ~np.asarray(wants_more, dtype=bool)):
             return False
+        if alloc_total is not None:
+            held = np.asarray(alloc_total, dtype=np.float64)
+            limited = usage_total < held * (1.0 - self.slack)
+            if np.any(limited & (measured < self.desired)):
+                return False
         if np.any(np.abs(measured - self.desired) > self.band):
             # a transient (a class just came back): the bank itself moves fast; integrating
             # it would wind up and overshoot afterwards

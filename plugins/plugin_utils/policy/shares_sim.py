@@ -21,6 +21,10 @@ Model
   child of ``100 x nodes`` tickets) every ``manager_period`` cycles and sends each manager its
   class percentages. With one manager (``fanout >= nodes``) the top manages the nodes directly.
 * A report is ``9 + 8 x classes`` bytes (``bank.message_size``); the simulator counts them.
+  In the ``default`` profile a level-1 manager's report adds one bit per class (rounded up to
+  whole bytes): whether one of its nodes was needy for the class. The top's bank round counts
+  such a manager as needy for the class (``bank_round(wants=...)``) even when the manager's
+  aggregate usage stayed below its aggregate allocation.
 * Manager failure (``kill``): the failed manager stops; its children keep their last
   allocation; after ``detect_cycles`` without its messages the peers elect a replacement as the
   paper describes: for a level-1 manager, its nodes elect the lowest-numbered node among them;
@@ -305,6 +309,9 @@ def simulate(scn, timer=None):
     usage_share = np.zeros((scn.cycles, s))
     alloc_share = np.zeros((scn.cycles, s))
     msg = bankmod.message_size(s)
+    # default profile: a level-1 manager's report also carries one "a node of mine was needy"
+    # bit per class (``wants`` of the top's bank round)
+    flag_bytes = -(-s // 8) if outer is not None else 0
     bytes_total = 0.0
     times = []
 
@@ -355,9 +362,10 @@ def simulate(scn, timer=None):
                         rep_a, rep_u, target, acc_top, c=scn.c, floor=scn.floor,
                         temporal=scn.temporal, profile=scn.profile)
                     if outer is not None and t % scn.manager_period == 0:
-                        outer.update(rep_u.sum(axis=0), NODE_TICKETS * n, needy.any(axis=0))
+                        outer.update(rep_u.sum(axis=0), NODE_TICKETS * n, needy.any(axis=0),
+                                     rep_a.sum(axis=0))
         else:
-            new, acc_new, _needy = bankmod.bank_round(
+            new, acc_new, needy_n = bankmod.bank_round(
                 rep_a, rep_u, d_l1, acc_l1, c=scn.c, floor=scn.floor, temporal=scn.temporal,
                 profile=scn.profile, group=hier.manager_of)
             alloc = np.where(live_nodes[:, None], new, alloc)
@@ -372,15 +380,19 @@ def simulate(scn, timer=None):
                     u_m = np.where(hier.alive_l1[:, None], u_m, last_u_m[0])
                     a_m = np.where(hier.alive_l1[:, None], a_m, last_u_m[1])
                 last_u_m = (u_m, a_m)
-                bytes_total += msg * int(hier.alive_l1.sum())
+                bytes_total += (msg + flag_bytes) * int(hier.alive_l1.sum())
                 if hier.top_alive:
                     target = outer.targets() if outer is not None else scn.desired
+                    wants_m = _per_manager(hier, needy_n.astype(float)) > 0 \
+                        if outer is not None else None
                     r_m, acc_top, needy_m = bankmod.bank_round(
                         a_m, u_m, target, acc_top, capacity=cap_m, c=scn.c,
-                        floor=scn.floor, temporal=scn.temporal, profile=scn.profile)
+                        floor=scn.floor, temporal=scn.temporal, profile=scn.profile,
+                        wants=wants_m)
                     d_l1 = 100.0 * r_m / cap_m[:, None]
                     if outer is not None:
-                        outer.update(u_m.sum(axis=0), NODE_TICKETS * n, needy_m.any(axis=0))
+                        outer.update(u_m.sum(axis=0), NODE_TICKETS * n, needy_m.any(axis=0),
+                                     a_m.sum(axis=0))
         times.append(tick() - t0)
 
     per_round = float(np.mean(times)) if timer else None

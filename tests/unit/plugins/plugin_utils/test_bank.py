@@ -199,6 +199,39 @@ def test_outer_correction_freezes_while_capacity_idles_or_a_class_lacks_demand()
     assert outer.targets().sum() == pytest.approx(100.0)
 
 
+def test_outer_correction_freezes_for_a_demand_limited_class():
+    outer = bank.OuterCorrection(D)
+    # class 3 at 9.5 %, needy somewhere, but it leaves 20 % of its allocation unused: a higher
+    # target only adds tickets it cannot use, so the integrator stays put
+    assert not outer.update([60.25, 30.25, 9.5], 100.0, [True, True, True],
+                            [57.0, 31.0, 12.0])
+    assert np.allclose(outer.targets(), D)
+    # the same shares with class 3 using (almost) all it holds: integrated
+    assert outer.update([60.25, 30.25, 9.5], 100.0, [True, True, True], [60.0, 30.3, 9.7])
+    assert outer.targets()[2] > 10.0
+    # a class above its share that leaves tickets unused does not freeze anything
+    outer.reset()
+    assert outer.update([59.5, 29.5, 11.0], 100.0, [True, True, True], [58.0, 29.0, 13.0])
+
+
+def test_wants_marks_children_needy():
+    # two managers (children of 100 tickets each); class 3 used less than it held on both, so
+    # it is not needy by the aggregate rule and step 3 cannot give it its deficit ...
+    alloc = np.array([[60.0, 30.0, 10.0], [60.0, 30.0, 10.0]])
+    usage = np.array([[62.0, 31.0, 7.0], [62.0, 31.0, 7.0]])
+    target = [55.0, 30.0, 15.0]
+    plain, _acc, needy = bank.bank_round(alloc, usage, target)
+    assert not needy[:, 2].any()
+    # ... unless the level-1 managers say one of their nodes was needy for it
+    wants = np.array([[False, False, True], [False, False, False]])
+    new, _acc, needy = bank.bank_round(alloc, usage, target, wants=wants)
+    assert needy[0, 2] and not needy[1, 2]
+    assert new[0, 2] > plain[0, 2]
+    assert np.allclose(new.sum(axis=1), 100.0)
+    with pytest.raises(bank.BankError, match="wants"):
+        bank.bank_round(alloc, usage, target, wants=[[True, False, True]])
+
+
 def _snapshot(running, pending, hosts=("node001", "node002", "vm"), slots=2):
     return dict(
         hosts=dict((h, dict(slots_total=slots, states="")) for h in hosts),
