@@ -70,7 +70,7 @@ class Jobs(object):
         """{job id: (failed, exit_status)} from qacct; missing records are a failure."""
         out = {}
         for job in self.ids:
-            for _attempt in range(10):
+            for _attempt in range(60):
                 proc = _run(['qacct', '-j', str(job)])
                 if proc.returncode == 0:
                     break

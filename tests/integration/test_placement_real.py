@@ -108,7 +108,7 @@ def test_jobs_run_where_the_placement_put_them(cluster_nodes, tmp_path):  # noqa
             break
         time.sleep(2)
     for job_id, host in zip(ids, hosts):
-        for _attempt in range(10):
+        for _attempt in range(60):  # the accounting record comes a little after the job ends
             acct = _run(['qacct', '-j', str(job_id)])
             if acct.returncode == 0:
                 break
