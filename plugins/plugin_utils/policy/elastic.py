@@ -355,7 +355,7 @@ def decide(snapshot, state, config, now):
     return _Decision(snapshot, state, cfg, now).run()
 
 
-def _decide_validated(snapshot, state, cfg, now, lean=False):
+def _decide_validated(snapshot, state, cfg, now, lean=False, hints=None):
     """``decide`` for a caller that already checked its inputs: the trace simulator.
 
     ``cfg`` must be a :func:`validate_config` result, ``snapshot`` pass :func:`check_snapshot`,
@@ -366,15 +366,25 @@ def _decide_validated(snapshot, state, cfg, now, lean=False):
     clusters: no ``keep`` items, no ``ignored for growth`` item, ``stats`` is ``None`` and the
     state's job history is empty (it only feeds the statistics, since every simulated job
     carries its ``submit_time``).  tests/unit/plugins/plugin_utils/test_sim_engine.py checks both.
+
+    ``hints`` (optional): per-host facts the caller keeps up to date between calls instead of
+    having every call derive them from ``snapshot["hosts"]`` again: ``status`` (host name ->
+    what ``_Decision._host_status`` returns for it; read, never changed), ``slots_of`` (host name
+    -> its slots in the balanced queues), ``known_queues``, ``archs`` and ``node_mem`` (as
+    ``_queues_and_template`` computes them), and the sets ``busy``, ``unknown`` and ``running``
+    (the hosts whose status has ``busy``, ``unknown``, ``jobs`` > 0).  ``status`` may also hold
+    the master's entry.  They must equal what this call would compute;
+    the simulator's tests check every hinted call against an unhinted one.
     """
-    return _Decision(snapshot, state, cfg, now, lean=lean).run()
+    return _Decision(snapshot, state, cfg, now, lean=lean, hints=hints).run()
 
 
 class _Decision(object):
     """One call of decide(); attributes are the working data of that call."""
 
-    def __init__(self, snapshot, state, cfg, now, lean=False):
+    def __init__(self, snapshot, state, cfg, now, lean=False, hints=None):
         self.lean = lean
+        self.hints = hints
         self.snap = snapshot
         self.cfg = cfg
         self.now = now
@@ -390,7 +400,11 @@ class _Decision(object):
     # ---- census ---------------------------------------------------------------------------
     def _census(self):
         snap, cfg, now, prev = self.snap, self.cfg, self.now, self.prev
-        self.hosts = {str(name): host for name, host in snap["hosts"].items()}
+        hints = self.hints
+        if hints is None:
+            self.hosts = {str(name): host for name, host in snap["hosts"].items()}
+        else:
+            self.hosts = snap["hosts"]  # str names (the caller's promise); only read
         self.master = cfg["master"] if cfg["master"] is not None else snap.get("master")
         if self.master is not None and not isinstance(self.master, str):
             self.master = None
@@ -398,8 +412,8 @@ class _Decision(object):
             self.warnings.append("master not set: no execution host is protected as the master")
 
         # jobs per host, from the running list (parallel jobs count on every host they span)
-        self.jobs_on = jobs_on = dict.fromkeys(self.hosts, 0)
-        for job in snap["running"]:
+        self.jobs_on = jobs_on = dict.fromkeys(self.hosts, 0) if hints is None else {}
+        for job in snap["running"] if hints is None else ():
             spans = job.get("hosts")
             spans = set(map(str, spans)) if _is_mapping(spans) else set()
             if job.get("host") is not None:
@@ -432,21 +446,25 @@ class _Decision(object):
         self.booting = len(self.booting_times)
 
         # per-node records
-        self.nodes = {}
-        self.status = {}
         prev_nodes, hosts, host_status = prev["nodes"], self.hosts, self._host_status
-        for name in sorted(self.node_names):
-            rec = dict(prev_nodes.get(name) or new_nodes.get(name) or
-                       {"first_seen": now, "joined": None, "last_busy": None})
-            if rec.get("first_seen") is None:
-                rec["first_seen"] = now
-            st = host_status(name, hosts.get(name))
-            self.status[name] = st
-            # A host whose idleness cannot be observed restarts its idle clock: we must not
-            # conclude "idle for 10 minutes" from minutes in which we could not see it.
-            if st["busy"] or st["unknown"]:
-                rec["last_busy"] = now
-            self.nodes[name] = rec
+        self.before = set(prev_nodes)
+        if hints is not None:
+            self._records_from_hints(hints, new_nodes)
+        else:
+            self.nodes = {}
+            self.status = {}
+            for name in sorted(self.node_names):
+                rec = dict(prev_nodes.get(name) or new_nodes.get(name) or
+                           {"first_seen": now, "joined": None, "last_busy": None})
+                if rec.get("first_seen") is None:
+                    rec["first_seen"] = now
+                st = host_status(name, hosts.get(name))
+                self.status[name] = st
+                # A host whose idleness cannot be observed restarts its idle clock: we must not
+                # conclude "idle for 10 minutes" from minutes in which we could not see it.
+                if st["busy"] or st["unknown"]:
+                    rec["last_busy"] = now
+                self.nodes[name] = rec
 
         # max_nodes unset: StarCluster used the CLUSTER_SIZE the cluster was created with; we use
         # the size at the first poll, remembered in the state.
@@ -467,7 +485,7 @@ class _Decision(object):
         self.last_change = prev["last_change"]
         self.last_change_reason = prev["last_change_reason"]
         if not prev["first_poll"]:
-            before = set(prev["nodes"])
+            before = self.before
             if before != self.node_names:
                 came = sorted(self.node_names - before)
                 went = sorted(before - self.node_names)
@@ -486,6 +504,33 @@ class _Decision(object):
             elif gap > 3 * cfg["interval"]:
                 self.warnings.append("previous poll was %s ago (interval %s): idle times and job history "
                                      "may have gaps" % (fmt_duration(gap), fmt_duration(cfg["interval"])))
+
+    def _records_from_hints(self, hints, new_nodes):
+        """The per-node loop of :meth:`_census` with the caller's host status (``hints``).
+
+        The same records and status as that loop, but the previous state's ``nodes`` mapping
+        and its records are reused and updated in place (the caller of the lean entry point
+        drops the previous state), so only new, departed and busy nodes cost anything.
+        """
+        now, names = self.now, self.node_names
+        self.nodes = nodes = self.prev["nodes"]
+        before = self.before
+        for name in before - names:
+            del nodes[name]
+        for name in names - before:
+            nodes[name] = dict(new_nodes.get(name) or {"first_seen": now, "joined": None, "last_busy": None})
+        known = hints["status"]
+        missing = names - known.keys()
+        if missing:
+            self.status = status = dict(known)
+            for name in missing:
+                status[name] = self._host_status(name, self.hosts.get(name))
+        else:
+            self.status = known
+        for name in hints["busy"]:
+            nodes[name]["last_busy"] = now
+        for name in hints["unknown"]:
+            nodes[name]["last_busy"] = now
 
     def _host_status(self, name, host):
         if host is None:  # the master, not an execution host
@@ -526,6 +571,10 @@ class _Decision(object):
     # ---- queues, slots and the shape of a new node -----------------------------------------
     def _queues_and_template(self):
         snap, cfg = self.snap, self.cfg
+        hints = self.hints
+        if hints is not None:
+            self._template_from_hints(hints)
+            return
         self.known_queues = set()
         host_slots = {}
         for qi in snap.get("queues") or []:
@@ -575,6 +624,30 @@ class _Decision(object):
         mems = [m for m in (_num(hosts[n].get("mem_total")) for n in workers) if m]
         self.node_mem = max(mems) if mems else None
         self.archs = {str(a) for a in (h.get("arch") for h in hosts.values()) if a}
+
+    def _template_from_hints(self, hints):
+        """:meth:`_queues_and_template` from facts the caller kept up to date (``hints``)."""
+        cfg = self.cfg
+        self.known_queues = set(hints["known_queues"])
+        if cfg["queues"] and self.known_queues:
+            missing = [q for q in cfg["queues"] if q not in self.known_queues]
+            if missing:
+                self.warnings.append("queues: %s has no queue instance in the snapshot" % ", ".join(missing))
+        self.slots_of = hints["slots_of"]
+        if cfg["slots_per_node"] is not None:
+            self.spn = cfg["slots_per_node"]
+            self.spn_source = "slots_per_node=%d" % self.spn
+        else:
+            workers = [n for n in self.hosts if n != self.master] or list(self.hosts)
+            counts = {}
+            for name in workers:
+                if self.slots_of.get(name, 0) > 0:
+                    counts[self.slots_of[name]] = counts.get(self.slots_of[name], 0) + 1
+            self.spn = max(counts, key=lambda s: (counts[s], s)) if counts else 1
+            self.spn_source = _plural(self.spn, "slot") + " per node"
+        self.spn_text = _plural(self.spn, "slot") + " per node"
+        self.node_mem = hints["node_mem"]
+        self.archs = set(hints["archs"])
 
     def _balanced_queue(self, qname):
         if not self.cfg["queues"]:
@@ -762,7 +835,9 @@ class _Decision(object):
     def _idle_workers(self):
         """Execution hosts (not the master) with every slot free and a known, error-free state."""
         master, slots_of = self.master, self.slots_of
-        return sum(1 for name, st in self.status.items()
+        status = self.status
+        names = status.keys() - self.hints["busy"] if self.hints is not None else status
+        return sum(1 for name, st in ((n, status[n]) for n in names)
                    if st["exec_host"] and name != master and not st["busy"]
                    and not st["unknown"] and not st["error"] and slots_of.get(name, 0) > 0)
 
@@ -776,7 +851,9 @@ class _Decision(object):
             per_task = job.get("slots") if _is_int(job.get("slots")) else 1
             tasks = job.get("task_count") if _is_int(job.get("task_count")) and job["task_count"] > 0 else 1
             slots += per_task * tasks
-        busy = sum(1 for name, st in self.status.items() if st["exec_host"] and name != self.master and st["busy"])
+        status = self.status
+        names = self.hints["busy"] if self.hints is not None else status
+        busy = sum(1 for name in names if status[name]["exec_host"] and name != self.master and status[name]["busy"])
         workers = self.current - (1 if self.master in self.node_names else 0)
         wanted = busy + int(math.ceil(slots / float(self.spn)))
         head = "%s waiting, %s: %d busy + %d needed = %d wanted, %d up + %d booting" % (
@@ -813,9 +890,19 @@ class _Decision(object):
     # ---- shrinking ---------------------------------------------------------------------------
     def _removal_candidates(self):
         """[(host, idle_for, reason)] eligible now, and {host: keep reason} for the others."""
-        cfg, now = self.cfg, self.now
+        cfg, now, lean = self.cfg, self.now, self.lean
         cands, keep = [], {}
-        for name in sorted(self.node_names):
+        names = self.node_names
+        if lean:
+            # a node running a job is only a "keep" text, which lean plans leave out
+            if self.hints is not None:
+                names = names - self.hints["running"]
+                if self.master in self.node_names:
+                    names.add(self.master)
+            else:
+                status = self.status
+                names = [n for n in names if not status[n]["jobs"] or n == self.master]
+        for name in sorted(names):
             st = self.status[name]
             rec = self.nodes[name]
             if name == self.master:
@@ -861,6 +948,8 @@ class _Decision(object):
             if self.billing == "hourly":
                 started = rec.get("joined") or rec["first_seen"]
                 mins = int(max(0.0, now - started) // 60) % 60
+                if lean and mins < cfg["kill_after"]:
+                    continue  # only a "keep" text
                 text = "up %dm past the hour" % mins
                 if self.starcluster:
                     text = "not running an SGE job, " + text
@@ -876,7 +965,7 @@ class _Decision(object):
                 if idle_for >= cfg["idle_time"]:
                     cands.append((name, idle_for, "idle %s %s idle_time %s" % (
                         fmt_duration(idle_for), _cmp(idle_for, cfg["idle_time"]), fmt_duration(cfg["idle_time"]))))
-                else:
+                elif not lean:
                     keep[name] = "idle %s < idle_time %s" % (fmt_duration(idle_for), fmt_duration(cfg["idle_time"]))
         if self.starcluster:
             # StarCluster walked the nodes in cluster order; ours is host-name order.

@@ -21,7 +21,10 @@ I/O, no Ansible import.  The model (docs/simulator.md has the long version):
   *skipped* only when it provably cannot change anything (see :meth:`_Sim._wake`); the state
   fields a skipped poll would have refreshed that later decisions read (``nodes.*.last_busy``)
   are brought up to date by the engine exactly as that poll would have.  ``skip=False`` calls
-  ``decide`` at every tick; the unit tests check both give identical results.
+  ``decide`` at every tick; the unit tests check both give identical results.  The poll right
+  after the set of hosts changed is *emulated* when ``stabilization_time > 0`` (it only records
+  the change: :meth:`_Sim._emulate_join_poll`), and the lean ``decide`` gets each host's status
+  from the engine (``hints``) instead of deriving it again; both are unit-tested the same way.
 
 Policies: ``default``, ``starcluster``, ``parallelcluster`` (profiles of ``decide``), ``static``
 (``cap`` nodes from the first submit to the last job end, no boot wait), and ``optimum`` (the
@@ -30,6 +33,7 @@ lower bound on cost: every slot-second of the trace packed on nodes with zero wa
 
 from __future__ import annotations
 
+import gc
 import heapq
 import math
 import random
@@ -95,6 +99,7 @@ class Result(object):
         self.launches = 0
         self.scale_events = 0             # polls whose plan added or removed nodes
         self.decide_calls = 0
+        self.emulated = 0                 # polls that only recorded a change of hosts (no call)
         self.ticks = 0                    # polls in the run (called or skipped)
         self.start = 0.0
         self.end = 0.0
@@ -164,7 +169,7 @@ def optimum(jobs, cap, slots_per_node):
 
 
 def simulate(jobs, policy, cap, slots_per_node=1, boot_delay=120.0, billing="per_second", config=None,
-             skip=True, timeline=True, lean=True):
+             skip=True, timeline=True, lean=True, hints=True):
     """Replay ``jobs`` (swf.Job, submit order) under ``policy``; return a :class:`Result`.
 
     ``cap``: the most worker nodes (``max_nodes`` is ``cap + 1``: the master counts).
@@ -172,6 +177,9 @@ def simulate(jobs, policy, cap, slots_per_node=1, boot_delay=120.0, billing="per
     ``decide`` at every tick (slow; for checking that skipping changes nothing).  ``lean=True``
     calls ``elastic._decide_validated(..., lean=True)`` (the config validated once, no texts for
     people); ``lean=False`` the public ``decide``.  Both give the same run (unit-tested).
+    ``hints=True`` (with ``lean``): the engine keeps each host's status (what ``decide`` derives
+    from the snapshot's host entry) up to date as jobs start and end and hands it to the lean
+    entry point, so a poll does not recompute it for every host (unit-tested to change nothing).
     """
     if policy not in POLICIES:
         raise ValueError("policy: must be one of %s, got %r" % (", ".join(POLICIES), policy))
@@ -187,12 +195,21 @@ def simulate(jobs, policy, cap, slots_per_node=1, boot_delay=120.0, billing="per
         config = policy_config(policy, cap, slots_per_node, billing)
     if policy in DECIDE_POLICIES:
         config = elastic.validate_config(config)
-    sim = _Sim(jobs, policy, cap, slots_per_node, float(boot_delay), billing, config, skip, timeline, lean)
-    return sim.run()
+    sim = _Sim(jobs, policy, cap, slots_per_node, float(boot_delay), billing, config, skip, timeline, lean,
+               hints and lean)
+    # The run allocates millions of short-lived dicts and no reference cycles: the cyclic
+    # collector only costs time here (about a quarter of a KTH run), so it is paused.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return sim.run()
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 class _Node(object):
-    __slots__ = ("name", "seq", "launched", "up", "free", "jobs", "busy_since", "host")
+    __slots__ = ("name", "seq", "launched", "up", "free", "jobs", "busy_since", "host", "status")
 
     def __init__(self, name, seq, launched):
         self.name = name
@@ -203,6 +220,7 @@ class _Node(object):
         self.jobs = 0
         self.busy_since = None
         self.host = None
+        self.status = None
 
 
 _END, _BOOT = 0, 1
@@ -210,9 +228,20 @@ _END, _BOOT = 0, 1
 
 class _Sim(object):
 
-    def __init__(self, jobs, policy, cap, spn, boot_delay, billing, config, skip, timeline, lean=True):
+    def __init__(self, jobs, policy, cap, spn, boot_delay, billing, config, skip, timeline, lean=True,
+                 hints=False):
         self.policy = policy
         self.lean = lean
+        # per-host facts for elastic._decide_validated(hints=...), kept up to date by the engine
+        self.status = {}         # name -> what decide's _host_status gives for the host entry
+        self.slots_of = {}       # name -> slots (no queue list in the snapshot: slots_total)
+        self.busy = set()        # names of nodes running a job (status busy, jobs > 0)
+        self.hints = {"status": self.status, "slots_of": self.slots_of, "known_queues": (),
+                      "archs": (), "node_mem": None, "busy": self.busy, "running": self.busy,
+                      "unknown": frozenset()} if hints else None
+        # the master is no execution host: decide's _host_status(master, None)
+        self.status[MASTER] = {"busy": False, "unknown": False, "error": False, "jobs": 0, "used": 0,
+                               "reserved": 0, "exec_host": False, "load": None, "states": ""}
         self.cap = cap
         self.spn = spn
         self.boot_delay = boot_delay
@@ -271,6 +300,14 @@ class _Sim(object):
                      "mem_used": None, "slots_total": self.spn, "slots_used": 0, "slots_reserved": 0,
                      "states": "", "queues": ["all.q"], "running_jobs": 0}
         self.hosts[node.name] = node.host
+        # the same dict elastic._Decision._host_status builds from node.host
+        node.status = {"busy": False, "jobs": 0, "used": 0, "reserved": 0, "unknown": False, "error": False,
+                       "exec_host": True, "load": 0.0, "states": ""}
+        self.status[node.name] = node.status
+        self.slots_of[node.name] = self.spn
+        if self.hints is not None:
+            self.hints["known_queues"] = ("all.q",)
+            self.hints["archs"] = ("lx-amd64",)
         self.up.append(node)
         self.total_free += self.spn
         self.host_changed = True
@@ -282,6 +319,10 @@ class _Sim(object):
         if node.up:
             self.up.remove(node)
             del self.hosts[name]
+            del self.status[name]
+            del self.slots_of[name]
+            if not self.hosts and self.hints is not None:
+                self.hints["known_queues"] = self.hints["archs"] = ()
             self.total_free -= node.free
         else:
             self.booting -= 1
@@ -314,6 +355,12 @@ class _Sim(object):
                 host["slots_used"] += take
                 host["load_avg"] = float(host["slots_used"])
                 host["running_jobs"] += 1
+                st = node.status
+                st["jobs"] = node.jobs
+                st["used"] = host["slots_used"]
+                st["load"] = host["load_avg"]
+                st["busy"] = True
+                self.busy.add(node.name)
                 alloc.append((node, take))
                 need -= take
                 if not need:
@@ -345,6 +392,13 @@ class _Sim(object):
             host["slots_used"] -= take
             host["load_avg"] = float(host["slots_used"])
             host["running_jobs"] -= 1
+            st = node.status
+            st["jobs"] = node.jobs
+            st["used"] = host["slots_used"]
+            st["load"] = host["load_avg"]
+            st["busy"] = node.jobs > 0 or host["slots_used"] > 0
+            if not st["busy"]:
+                self.busy.discard(node.name)
             if not node.jobs:
                 self._went_idle(node, now)
             if node.name not in self.nodes:
@@ -455,13 +509,73 @@ class _Sim(object):
                 best = min(best, cursor)
         return max(best, cursor)
 
+    def _snapshot(self, now):
+        return {"schema": 1, "taken_at": now, "flavour": "simulated", "cell": "default",
+                "master": MASTER, "hosts": self.hosts, "pending": list(self.pending.values()),
+                "running": [r for r, _a in self.running.values()]}
+
+    def _can_emulate(self):
+        """True if the next poll only records that the set of hosts changed (see _emulate_join_poll).
+
+        That poll sets ``last_change = now``, so with ``stabilization_time > 0`` the cluster is
+        not stable: growth is on hold and so is removal (StarCluster's rules and ours alike);
+        only the ``min_nodes`` floor (never needed with ``min_nodes <= 1``: the master counts)
+        and ``kill_cluster`` (off) could act.
+        """
+        cfg, st = self.cfg, self.state
+        return (self.hints is not None and self.skip and self.host_changed and st is not None
+                and cfg["stabilization_time"] > 0 and cfg["min_nodes"] <= 1 and not cfg["kill_cluster"]
+                and st.get("cluster_size") is not None and isinstance(st.get("nodes"), dict))
+
+    def _emulate_join_poll(self, now):
+        """The state the lean ``decide`` returns at a poll that only records a change of hosts.
+
+        Written after elastic._Decision._census / _records_from_hints / run; the unit tests
+        compare it with a real call at every emulated poll.  Returns False (nothing done) when
+        the set of hosts is in fact the same as at the last call.
+        """
+        st, cfg = self.state, self.cfg
+        nodes = st["nodes"]
+        names = set(self.hosts)
+        names.add(MASTER)
+        before = set(nodes)
+        if before == names:
+            return False
+        booting = sorted(rec["requested_at"] for rec in st["booting"])
+        came = sorted(names - before)
+        went = sorted(before - names)
+        for name in went:
+            del nodes[name]
+        for name in came:
+            joined = booting.pop(0) if booting else now
+            nodes[name] = {"first_seen": now, "joined": joined, "last_busy": None}
+        for name in self.busy:            # (no host is ever "unknown" here)
+            nodes[name]["last_busy"] = now
+        text = []
+        if came:
+            text.append("joined: " + ", ".join(came))
+        if went:
+            text.append("left: " + ", ".join(went))
+        self.state = {
+            "schema": st["schema"], "profile": st["profile"], "last_poll": now, "last_change": now,
+            "last_change_reason": "hosts changed (%s)" % "; ".join(text),
+            "cluster_size": st["cluster_size"], "nodes": nodes,
+            "booting": [{"requested_at": t} for t in booting if now - t <= cfg["boot_timeout"]],
+            "jobs": {"pending": {}, "running": {}, "started": [], "finished": []}}
+        return True
+
     def _poll(self, now):
-        snapshot = {"schema": 1, "taken_at": now, "flavour": "simulated", "cell": "default",
-                    "master": MASTER, "hosts": self.hosts, "pending": list(self.pending.values()),
-                    "running": [r for r, _a in self.running.values()]}
+        if self._can_emulate() and self._emulate_join_poll(now):
+            self.res.emulated += 1
+            self.res.decide_calls += 1    # a poll whose decide result is known: counted as a call
+            self.last_call = now
+            self.host_changed = False
+            self.dirty = False
+            return
+        snapshot = self._snapshot(now)
         state = self.state if self.state is not None else {}
         if self.lean:
-            plan = elastic._decide_validated(snapshot, state, self.cfg, float(now), lean=True)
+            plan = elastic._decide_validated(snapshot, state, self.cfg, float(now), lean=True, hints=self.hints)
         else:
             plan = elastic.decide(snapshot, state, self.cfg, now)
         self.res.decide_calls += 1

@@ -227,3 +227,82 @@ def test_default_profile_counts_parallel_jobs_across_nodes_and_idle_hosts():
     snap["pending"][0]["slots"] = 99
     plan = elastic.decide(snap, {}, cfg, 1010.0)
     assert plan["ignored_jobs"] == [{"id": 7, "reason": "needs 99 slots > 10 nodes x 2 slots per node (max_nodes)"}]
+
+
+# ---- the engine's per-host hints change nothing --------------------------------------------
+
+@pytest.mark.parametrize("policy, billing", [("default", "per_second"), ("default", "hourly"),
+                                             ("starcluster", "hourly"), ("parallelcluster", "per_second")])
+@pytest.mark.parametrize("skip", [True, False])
+def test_hinted_lean_decide_equals_unhinted_on_every_poll(policy, billing, skip, monkeypatch):
+    """Every hinted call gives the same plan as the same call deriving the host facts itself."""
+    import copy
+    real = elastic._decide_validated
+    calls = []
+
+    def both(snapshot, state, cfg, now, lean=False, hints=None):
+        plain = real(copy.deepcopy(snapshot), copy.deepcopy(state), cfg, now, lean=lean)
+        if hints is not None:
+            # the hints are exactly what decide derives from the snapshot
+            check = elastic._Decision(snapshot, state, cfg, now, lean=lean)
+            check._census()
+            check._queues_and_template()
+            assert check.status == hints["status"]
+            assert hints["busy"] == {n for n, s in check.status.items() if s["busy"]}
+            assert hints["unknown"] == {n for n, s in check.status.items() if s["unknown"]}
+            assert hints["running"] == {n for n, s in check.status.items() if s["jobs"]}
+            assert check.slots_of == hints["slots_of"]
+            assert (check.known_queues, check.archs, check.node_mem) == \
+                (set(hints["known_queues"]), set(hints["archs"]), hints["node_mem"])
+        plan = real(snapshot, state, cfg, now, lean=lean, hints=hints)
+        assert plan == plain
+        calls.append(hints is not None)
+        return plan
+
+    monkeypatch.setattr(elastic, "_decide_validated", both)
+    for seed in (5, 6):
+        engine.simulate(_random_trace(seed), policy, cap=6, slots_per_node=2, billing=billing, skip=skip)
+    assert calls and all(calls)
+
+
+@pytest.mark.parametrize("policy, billing", [("default", "per_second"), ("default", "hourly"),
+                                             ("starcluster", "hourly"), ("parallelcluster", "per_second")])
+def test_hinted_run_equals_public_decide_every_tick(policy, billing):
+    trace = _random_trace(7, n=90)
+    fast = engine.simulate(trace, policy, cap=5, slots_per_node=3, billing=billing)
+    plain = engine.simulate(trace, policy, cap=5, slots_per_node=3, billing=billing, hints=False)
+    slow = engine.simulate(trace, policy, cap=5, slots_per_node=3, billing=billing, skip=False, lean=False)
+    for run in (plain, slow):
+        assert (fast.lives, fast.waits, fast.timeline, fast.scale_events) == \
+            (run.lives, run.waits, run.timeline, run.scale_events)
+
+
+@pytest.mark.parametrize("policy, billing", [("default", "hourly"), ("starcluster", "hourly")])
+@pytest.mark.parametrize("seed", [8, 9, 10])
+def test_emulated_join_polls_equal_a_real_decide_call(policy, billing, seed, monkeypatch):
+    """A poll the engine emulates (hosts changed, stabilization_time > 0) is what decide returns."""
+    import copy
+    real = engine._Sim._emulate_join_poll
+    checked = []
+
+    def checking(sim, now):
+        snapshot = copy.deepcopy(sim._snapshot(now))
+        before = copy.deepcopy(sim.state)
+        done = real(sim, now)
+        if done:
+            plan = elastic._decide_validated(snapshot, before, sim.cfg, float(now), lean=True)
+            assert plan["add"] == 0 and plan["remove"] == [] and not plan["kill_cluster"]
+            assert sim.state == plan["state"]
+            public = elastic.decide(snapshot, copy.deepcopy(before), sim.cfg, now)
+            for key in ("nodes", "booting", "last_change", "last_change_reason", "last_poll", "cluster_size"):
+                assert public["state"][key] == sim.state[key], key
+            checked.append(now)
+        return done
+
+    monkeypatch.setattr(engine._Sim, "_emulate_join_poll", checking)
+    fast = engine.simulate(_random_trace(seed), policy, cap=6, slots_per_node=2, billing=billing)
+    slow = engine.simulate(_random_trace(seed), policy, cap=6, slots_per_node=2, billing=billing, skip=False,
+                           lean=False)
+    assert checked and fast.emulated == len(checked)
+    assert (fast.lives, fast.waits, fast.timeline, fast.scale_events) == \
+        (slow.lives, slow.waits, slow.timeline, slow.scale_events)
