@@ -86,8 +86,8 @@ def content_checksum(top):
     digest = hashlib.sha256()
     for rel, path, st in _walk_files(top):
         if stat.S_ISLNK(st.st_mode):
-            digest.update(b"L\0%s\0%s\0" % (rel.encode("utf-8", "surrogateescape"),
-                                             os.readlink(path).encode("utf-8", "surrogateescape")))
+            target = os.readlink(path).encode("utf-8", "surrogateescape")
+            digest.update(b"L\0%s\0%s\0" % (rel.encode("utf-8", "surrogateescape"), target))
         elif stat.S_ISREG(st.st_mode):
             digest.update(b"F\0%s\0%d\0" % (rel.encode("utf-8", "surrogateescape"), st.st_size))
             with open(path, "rb") as handle:

@@ -129,7 +129,7 @@ skipped:
   type: list
   elements: str
 summary:
-  description: One line, for example C(rebalance round: 12 moves (1.2 GB)).
+  description: One line, for example C(rebalance round - 12 moves (1.2 GB)).
   returned: unless O(mode=validate)
   type: str
 hosts_before:

@@ -15,8 +15,8 @@ description:
   - O(state=packed) packs the copy of O(job)/O(task) into C(<data_root>/.outgoing/<job>.<task>.tar)
     (written under a temporary name, then renamed) and returns its content checksum, to be fetched.
   - O(state=present) unpacks O(src) into C(<job>/.partial.<task>), checks that its content checksum
-    is O(checksum), and only then renames it to C(<job>/<task>): a copy with its final name is always
-    complete. A copy with the same checksum already there changes nothing; one with other content
+    is O(checksum), and only then renames it to C(<job>/<task>), so a copy with its final name is
+    always complete. A copy with the same checksum already there changes nothing; one with other content
     fails the task and is left as it is. Archive members that would land outside the copy, device
     files and absolute symlinks are refused.
   - O(state=absent) removes the copy (renamed to C(.removing.<task>) first, so it stops counting

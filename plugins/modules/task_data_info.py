@@ -10,8 +10,8 @@ module: task_data_info
 short_description: Report the task data a node holds, for the task rebalancer
 version_added: 0.1.0
 description:
-  - Reads the data root of a node (default C(/var/lib/gridengine-balancer/tasks)): one directory per
-    job, one directory per copy of a task (C(<data_root>/<job>/<task>/)), and reports every copy
+  - Reads the data root of a node (default C(/var/lib/gridengine-balancer/tasks)), with one directory
+    per job and one directory per copy of a task (C(<data_root>/<job>/<task>/)), and reports every copy
     with its size and last activity (the newest modification time of its files), the disk use of
     the file system that holds the data root, and leftovers of interrupted moves.
   - The layout is described in C(docs/rebalance.md). A copy only gets its final name after its
