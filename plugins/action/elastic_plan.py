@@ -10,7 +10,8 @@ One poll of the elastic load balancer, on the controller:
 2. read the state on the task's host (the qmaster) with gridengine.balancer.balancer_state;
 3. ``elastic.decide(snapshot, state, config, now=snapshot["taken_at"])``;
 4. write the new state back with the same module (not in check mode);
-5. append the statistics row and redraw the plots on the controller (not in check mode);
+5. append the statistics row and redraw the plots on the controller (not in check mode), with the
+   node-hours and cost of the interval since the previous row when there is an instance_hour_price;
 6. return the plan (without its state), ``changed`` = the state file changed, and a readable ``msg``.
 """
 
@@ -87,6 +88,7 @@ def plan_poll(args, execute_state, check_mode=False, diff=False, home=None):
     config = {k: args.get(k) for k in POLICY_OPTIONS}
     try:
         config = elastic.validate_config(config)
+        price = stats_mod.check_price(args.get("instance_hour_price"))
     except ValueError as exc:
         raise AnsibleActionFail(str(exc))
     state_path = args.get("state_path") or default_path(cluster)
@@ -130,8 +132,11 @@ def plan_poll(args, execute_state, check_mode=False, diff=False, home=None):
         base = stats_mod.default_dir(cluster, home=home)
         stats_file = os.path.expanduser(config["stats_file"] or os.path.join(base, stats_mod.STATS_FILE_NAME))
         try:
-            stats_mod.append_row(stats_file, plan["stats"])
+            row = stats_mod.write_row(stats_file, plan["stats"], instance_hour_price=price)
             result["stats_file"] = stats_file
+            if row.get("total_node_hours") is not None:
+                result["cost"] = dict((k, row[k]) for k in stats_mod.COST_COLUMNS)
+                result["cost"]["instance_hour_price"] = price
         except (OSError, ValueError) as exc:
             warnings.append("statistics not written to %s: %s" % (stats_file, exc))
             stats_file = None

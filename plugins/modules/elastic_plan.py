@@ -134,6 +134,19 @@ options:
       - StarCluster C(-D). The CSV file on the controller.
       - Default C(~/.gridengine-balancer/<cluster>/sge-stats.csv).
     type: path
+  instance_hour_price:
+    description:
+      - Price of one instance (node) for one hour, in any currency. Used when statistics are written
+        (O(dump_stats) or O(plot_stats)).
+      - When set, each CSV row gets four more columns, C(node_hours) and C(cost) of the interval since
+        the previous row (the previous row's C(hosts) times the elapsed hours, times this price) and
+        the running totals C(total_node_hours) and C(total_cost); the plots get C(node_hours.png) and
+        C(cost.png). V(0) counts node-hours without a cost.
+      - Unset, the CSV has StarCluster's columns only (a file that already has the cost columns keeps
+        counting node-hours, with empty cost cells).
+      - The count is per second of host time seen in the snapshots, whatever O(billing) says; with hourly
+        billing the provider's bill can be higher (every started hour is charged). See C(docs/elastic.md).
+    type: float
   kill_cluster:
     description:
       - StarCluster C(-K) (experimental). When only the master is left and no job is queued or running,
@@ -209,6 +222,20 @@ EXAMPLES = r"""
     dump_stats: true
     plot_stats: true
   register: balancer_plan
+
+- name: Statistics with node-hours and cost (0.0416 per instance hour)
+  gridengine.balancer.elastic_plan:
+    cluster: mycluster
+    snapshot: "{{ ansible_facts.sge }}"
+    master: master
+    dump_stats: true
+    instance_hour_price: 0.0416
+  register: balancer_plan
+
+- name: Show the cost so far
+  ansible.builtin.debug:
+    msg: "{{ balancer_plan.cost.total_node_hours | round(2) }} node-hours, cost {{ balancer_plan.cost.total_cost | round(2) }}"
+  when: balancer_plan.cost is defined
 """
 
 RETURN = r"""
@@ -291,8 +318,38 @@ stats_file:
   returned: when O(dump_stats) or O(plot_stats) is true and not in check mode
   type: str
   sample: /home/me/.gridengine-balancer/mycluster/sge-stats.csv
+cost:
+  description:
+    - The node-hours and cost of this row of the statistics file (the interval since the previous row)
+      and the running totals, as written to the CSV.
+    - C(cost) is V(null) and C(total_cost) unchanged when O(instance_hour_price) is unset and the file already
+      has the cost columns.
+  returned: when the statistics row was written with the cost columns (O(instance_hour_price) set, or a file that has them)
+  type: dict
+  contains:
+    node_hours:
+      description: Host-hours of the interval since the previous row (the previous row's C(hosts) times the elapsed hours).
+      type: float
+      sample: 0.05
+    cost:
+      description: O(instance_hour_price) times C(node_hours).
+      type: float
+      sample: 0.00208
+    total_node_hours:
+      description: Running total of C(node_hours) in the file.
+      type: float
+      sample: 152.4
+    total_cost:
+      description: Running total of C(cost) in the file.
+      type: float
+      sample: 6.34
+    instance_hour_price:
+      description: The price used (V(null) when unset).
+      type: float
+      sample: 0.0416
+  sample: {"node_hours": 0.05, "cost": 0.00208, "total_node_hours": 152.4, "total_cost": 6.34, "instance_hour_price": 0.0416}
 plots:
-  description: The PNG files written.
+  description: The PNG files written (with C(node_hours.png) and C(cost.png) when the file has cost rows).
   returned: when O(plot_stats) is true and not in check mode
   type: list
   elements: str

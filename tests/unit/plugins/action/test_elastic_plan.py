@@ -263,3 +263,54 @@ def test_action_module_rejects_bad_arguments(task_args, words):
         plugin.run(task_vars={})
     assert words in str(err.value)
     assert seen == []
+
+
+# ---- node-hours and cost ---------------------------------------------------------------------
+
+def test_cost_columns_and_result_with_a_price(tmp_path):
+    qm = FakeQmaster()
+    home = tmp_path / "home"
+    results = [action.plan_poll(args(tmp_path, snapshot=snapshot(now=T0 + 60 * i), dump_stats=True, plot_stats=True,
+                                     instance_hour_price=0.25), qm, home=str(home))
+               for i in range(3)]
+    base = home / ".gridengine-balancer" / "mycluster"
+    lines = (base / "sge-stats.csv").read_text().splitlines()
+    assert lines[0].endswith(",avg_load,node_hours,cost,total_node_hours,total_cost") and len(lines) == 4
+    # two hosts in every snapshot, polls one minute apart
+    assert results[0]["cost"] == {"node_hours": 0.0, "cost": 0.0, "total_node_hours": 0.0, "total_cost": 0.0,
+                                  "instance_hour_price": 0.25}
+    assert results[2]["cost"]["node_hours"] == pytest.approx(2 / 60)
+    assert results[2]["cost"]["total_node_hours"] == pytest.approx(4 / 60, abs=1e-6)
+    assert results[2]["cost"]["total_cost"] == pytest.approx(1 / 60, abs=1e-6)
+    names = {os.path.basename(p) for p in results[2]["plots"]}
+    assert {"node_hours.png", "cost.png", "hosts.png"} <= names and len(names) == 9
+
+
+def test_no_price_no_cost_and_check_mode_writes_nothing(tmp_path):
+    res = action.plan_poll(args(tmp_path, dump_stats=True, stats_file=str(tmp_path / "s.csv")), FakeQmaster())
+    assert "cost" not in res
+    assert (tmp_path / "s.csv").read_text().splitlines()[0].endswith(",avg_load")
+    res = action.plan_poll(args(tmp_path, snapshot=snapshot(now=T0 + 60), dump_stats=True,
+                                stats_file=str(tmp_path / "c.csv"), instance_hour_price=1.0),
+                           FakeQmaster(), check_mode=True)
+    assert "cost" not in res and not (tmp_path / "c.csv").exists()
+
+
+def test_bad_price_fails_naming_it_and_writes_nothing(tmp_path):
+    qm = FakeQmaster()
+    with pytest.raises(AnsibleActionFail, match="instance_hour_price"):
+        action.plan_poll(args(tmp_path, dump_stats=True, stats_file=str(tmp_path / "s.csv"),
+                              instance_hour_price=-0.1), qm)
+    assert qm.calls == [] and not (tmp_path / "s.csv").exists()
+
+
+def test_action_module_coerces_the_price(tmp_path):
+    plugin, seen = make_action({"cluster": "mycluster", "snapshot": snapshot(), "master": "master",
+                                "state_path": str(tmp_path / "s.json"), "dump_stats": True,
+                                "stats_file": str(tmp_path / "s.csv"), "instance_hour_price": "0.5"})
+    res = plugin.run(task_vars={})
+    assert res["cost"]["instance_hour_price"] == 0.5
+    plugin, seen = make_action({"cluster": "c", "snapshot": {}, "instance_hour_price": "cheap"})
+    with pytest.raises(AnsibleActionFail, match="instance_hour_price"):
+        plugin.run(task_vars={})
+    assert seen == []
