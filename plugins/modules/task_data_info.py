@@ -23,7 +23,6 @@ author:
   - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
-  - ansible.builtin.action_common_attributes.info_module
 attributes:
   check_mode:
     support: full
