@@ -20,7 +20,7 @@ description:
   - O(switch) moves a task's live pointer (one atomic write); with C(expect) it fails when the live
     copy is no longer where the plan saw it.
   - O(move) with O(move_state=started) records a move before its first step; O(move_state=finished)
-    drops the record after its last one. The next run reads RV(registry.moves) and finishes or undoes them.
+    drops the record after its last one. The next run reads the C(moves) of RV(registry) and finishes or undoes them.
   - Writes are atomic (temporary file, fsync, rename; mode V(0600)) under an exclusive C(flock) on a
     guard file beside the registry. A registry that cannot be read fails the task and is never overwritten.
 author:

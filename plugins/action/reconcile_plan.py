@@ -1,0 +1,146 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gridengine.balancer
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Action plugin behind gridengine.balancer.reconcile_plan (documentation: plugins/modules/reconcile_plan.py).
+
+On the controller: validate the arguments (spec built from the module's DOCUMENTATION), read the
+reconcile state on the task's host (the qmaster) with gridengine.balancer.balancer_state, run the
+pure policy (plugins/plugin_utils/policy/reconcile.py), write the new state back (not in check
+mode) and return the actions with their reasons.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import yaml
+
+from ansible.errors import AnsibleActionFail
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.gridengine.balancer.plugins.modules import reconcile_plan as _doc
+from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_state import (
+    DEFAULT_ROOT,
+    check_cluster_name,
+    dumps,
+)
+from ansible_collections.gridengine.balancer.plugins.plugin_utils.policy import reconcile as policy
+
+STATE_MODULE = 'gridengine.balancer.balancer_state'
+STATE_FILE_NAME = 'reconcile.json'
+_SPEC_KEYS = ('type', 'required', 'default', 'choices', 'elements', 'aliases', 'no_log')
+
+
+def argument_spec_from_doc(documentation):
+    """An AnsibleModule-style argument spec from a module's DOCUMENTATION options."""
+    spec = {}
+    for name, opt in (yaml.safe_load(documentation).get('options') or {}).items():
+        spec[name] = {k: opt[k] for k in _SPEC_KEYS if k in opt}
+    return spec
+
+
+ARGUMENT_SPEC = argument_spec_from_doc(_doc.DOCUMENTATION)
+
+
+def default_path(cluster):
+    return os.path.join(DEFAULT_ROOT, check_cluster_name(cluster), STATE_FILE_NAME)
+
+
+def plain(value):
+    """Templated values may be tagged by Ansible: make them plain JSON data."""
+    return json.loads(json.dumps(value))
+
+
+def run_reconcile(args, execute_state, check_mode=False, diff=False, clock=time.time):
+    """The action's core without Ansible's task machinery.
+
+    ``execute_state(module_args) -> result`` runs balancer_state on the task's host.
+    """
+    cluster = args['cluster']
+    try:
+        check_cluster_name(cluster)
+    except ValueError as exc:
+        raise AnsibleActionFail(str(exc))
+    config = {k: args.get(k) for k in policy.OPTIONS}
+    try:
+        config = policy.validate_config(config)
+    except ValueError as exc:
+        raise AnsibleActionFail('%s; nothing decided, nothing written' % exc)
+    now = args.get('now')
+    now = float(clock()) if now is None else float(now)
+    state_path = args.get('state_path') or default_path(cluster)
+
+    res = execute_state({'path': state_path, 'state': 'read'})
+    if res.get('failed') or not isinstance(res.get('content'), dict):
+        raise AnsibleActionFail('cannot read the reconcile state (%s): %s' % (state_path, res.get('msg', 'no content')))
+    old_state = res['content']
+
+    mode = args.get('mode') or 'reconcile'
+    result = {'state_path': state_path}
+    if mode == 'status':
+        backoff = policy.backoff_status(old_state, now)
+        result.update(changed=False, backoff=backoff,
+                      summary=backoff['reason'] or 'no launch back-off',
+                      msg='%s: %s' % (cluster, backoff['reason'] or 'no launch back-off'))
+        return result
+    if mode == 'record_failure':
+        failure = args.get('failure')
+        if not isinstance(failure, dict) or not failure.get('node'):
+            raise AnsibleActionFail('failure: a dict with at least node and kind is required with mode=record_failure')
+        new_state, backoff = policy.record_failure(old_state, plain(failure), config, now)
+        result.update(backoff=backoff, summary=backoff['reason'],
+                      msg='%s: launch of %s failed (%s); %s' % (
+                          cluster, failure['node'], failure.get('kind'), backoff['reason']))
+    else:
+        exec_hosts = args.get('exec_hosts')
+        if not isinstance(exec_hosts, (dict, list)):
+            raise AnsibleActionFail('exec_hosts: the snapshot hosts mapping or a list of names, got %s'
+                                    % type(exec_hosts).__name__)
+        try:
+            out = policy.reconcile(plain(args.get('instances') or []), plain(exec_hosts), old_state, config, now,
+                                   journal=plain(args.get('journal') or []),
+                                   balancer_nodes=plain(args.get('balancer_nodes') or []))
+        except (TypeError, ValueError, KeyError) as exc:
+            raise AnsibleActionFail('reconcile: %s; nothing written' % exc)
+        new_state = out.pop('state')
+        result.update(out)
+        result['msg'] = policy.format_msg(cluster, out)
+
+    new_state = plain(new_state)
+    if check_mode:
+        result['changed'] = dumps(old_state) != dumps(new_state)
+        if diff and result['changed']:
+            result['diff'] = {'before': dumps(old_state), 'after': dumps(new_state),
+                              'before_header': state_path, 'after_header': state_path}
+        return result
+    res = execute_state({'path': state_path, 'state': 'present', 'content': new_state})
+    if res.get('failed'):
+        raise AnsibleActionFail('the reconcile state could not be saved (%s): %s; do not act on this result'
+                                % (state_path, res.get('msg')))
+    result['changed'] = bool(res.get('changed'))
+    if diff and res.get('diff'):
+        result['diff'] = res['diff']
+    return result
+
+
+class ActionModule(ActionBase):
+
+    TRANSFERS_FILES = False
+    _supports_check_mode = True
+    _supports_async = False
+
+    def run(self, tmp=None, task_vars=None):
+        if task_vars is None:
+            task_vars = {}
+        result = super(ActionModule, self).run(tmp, task_vars)
+        del tmp
+        args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)[1]
+
+        def execute_state(module_args):
+            return self._execute_module(module_name=STATE_MODULE, module_args=module_args, task_vars=task_vars)
+
+        result.update(run_reconcile(args, execute_state, check_mode=bool(self._task.check_mode),
+                                    diff=bool(self._task.diff)))
+        return result

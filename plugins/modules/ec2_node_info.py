@@ -1,0 +1,140 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gridengine.balancer
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: ec2_node_info
+short_description: List the EC2 instances of a Grid Engine cluster's nodes (by tag)
+version_added: 0.2.0
+description:
+  - Lists the instances tagged C(gridengine-balancer:cluster=<cluster>) (see M(gridengine.balancer.ec2_node)),
+    oldest first, as the reconciliation step (C(playbooks/tasks/reconcile.yml)) needs them - node name,
+    instance id, state, private address, launch time, spot or on-demand.
+  - Read-only. API calls are retried with jittered back-off on throttling.
+author:
+  - gridengine.balancer developers (@gridengine)
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - amazon.aws.common.modules
+  - amazon.aws.region.modules
+  - amazon.aws.boto3
+attributes:
+  check_mode:
+    support: full
+    details: Read-only; runs in check mode too.
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+options:
+  cluster:
+    description: The cluster (value of the tag C(gridengine-balancer:cluster)).
+    type: str
+    required: true
+  name:
+    description: Only this node (value of the tag C(gridengine-balancer:node)).
+    type: str
+  states:
+    description:
+      - Instance states to list. Default every state but V(terminated) (EC2 shows terminated instances for
+        about an hour).
+    type: list
+    elements: str
+    default: [pending, running, stopping, stopped, shutting-down]
+  api_retries:
+    description: How many times a throttled call is retried (jittered exponential back-off); V(0) makes one call only.
+    type: int
+    default: 10
+  api_retry_delay:
+    description: First back-off delay in seconds.
+    type: float
+    default: 3
+notes:
+  - Tested against C(moto_server) on 127.0.0.1 only; real AWS was not reachable from the test machine.
+seealso:
+  - module: gridengine.balancer.ec2_node
+"""
+
+EXAMPLES = r"""
+- name: List the instances of mycluster
+  gridengine.balancer.ec2_node_info:
+    cluster: mycluster
+    region: eu-west-1
+  register: ec2_nodes
+
+- name: Show the node names and addresses
+  ansible.builtin.debug:
+    msg: "{{ ec2_nodes.instances | map(attribute='node') | zip(ec2_nodes.instances | map(attribute='private_ip')) | list }}"
+"""
+
+RETURN = r"""
+instances:
+  description: The cluster's instances in the states asked for, oldest launch first.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"instance_id": "i-0123", "node": "node003", "cluster": "mycluster", "state": "running",
+            "private_ip": "10.77.0.140", "instance_type": "c5.large", "market": "on-demand",
+            "launch_time": 1700000000.0, "state_reason": null, "tags": {"Name": "node003"}}]
+nodes:
+  description: Node name -> instance ids (several ids for one name are duplicates to look at).
+  returned: always
+  type: dict
+  sample: {"node003": ["i-0123"]}
+"""
+
+try:
+    import botocore
+except ImportError:
+    pass  # handled by AnsibleAWSModule
+
+from ansible_collections.amazon.aws.plugins.module_utils.modules import AnsibleAWSModule
+from ansible_collections.amazon.aws.plugins.module_utils.retries import AWSRetry
+
+from ansible_collections.gridengine.balancer.plugins.module_utils import ec2_nodes as en
+
+
+def main():
+    module = AnsibleAWSModule(
+        argument_spec=dict(
+            cluster=dict(type='str', required=True),
+            name=dict(type='str'),
+            states=dict(type='list', elements='str',
+                        default=['pending', 'running', 'stopping', 'stopped', 'shutting-down']),
+            api_retries=dict(type='int', default=10),
+            api_retry_delay=dict(type='float', default=3),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    try:
+        en.check_names(p['cluster'], p['name'])
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
+    retry = AWSRetry.jittered_backoff(retries=max(0, p['api_retries']) + 1, delay=p['api_retry_delay'])
+    client = module.client('ec2', retry_decorator=retry)
+    kwargs = {'Filters': en.node_filters(p['cluster'], p['name'], states=p['states'])}
+    found = []
+    try:
+        while True:
+            page = client.describe_instances(aws_retry=True, **kwargs)
+            for reservation in page.get('Reservations', []):
+                found.extend(en.summarize(i) for i in reservation.get('Instances', []))
+            if not page.get('NextToken'):
+                break
+            kwargs['NextToken'] = page['NextToken']
+    except (botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError) as exc:
+        module.fail_json_aws(exc, msg='cannot list the instances of cluster %s' % p['cluster'])
+    found = en.sort_instances(found)
+    nodes = {}
+    for inst in found:
+        nodes.setdefault(inst['node'] or '', []).append(inst['instance_id'])
+    module.exit_json(changed=False, instances=found, nodes=nodes)
+
+
+if __name__ == '__main__':
+    main()
