@@ -34,8 +34,12 @@ Job-level fields (replica count, per-host maximum, no-autobalance flag) live onc
 existing job (the seed's first eligibility condition).
 
 Profiles: ``hydra`` takes every threshold at the value of Hydra's own ``SpawnBalancerConfig``
-(the seed names the thresholds but gives no numbers); ``default`` changes the limits that make
-a join or an overloaded host take many rounds, and the disk ratio, as documented per option.
+(the seed names the thresholds but gives no numbers) and is the seed's rules literally;
+``default`` changes the limits that make a join or an overloaded host take many rounds, aims disk
+balancing at a band around the cluster mean (``disk_target_band``: only hosts outside it move
+data, and only what brings them inside), tolerates a wiggle of 2 copies in a job's fair share,
+and leaves out the seed's load-evening extra copies (``active_extra_copies``), as documented per
+option in docs/rebalance.md.
 """
 
 from __future__ import annotations
@@ -69,7 +73,17 @@ _OPTIONS = {
     "active_task_cutoff": (
         86400, 86400, "seconds: a job is active if one of its copies was active this recently"),
     "fair_share_wiggle": (
-        1, 0, "copies a host may hold beyond [floor, ceil] of copies/hosts before it is out of share"),
+        2, 0, "copies a host may hold beyond [floor, ceil] of copies/hosts before it is out of share"),
+    "disk_target_band": (
+        0.07, 0.0, "disk balancing aims every host at the cluster mean disk use +- this fraction of "
+                   "it: heavy above mean x (1 + band), light below mean x (1 - band), and moves only "
+                   "what brings a host inside; 0: the seed's rule (extreme_host_ratio around the "
+                   "extreme_host_percentile host)"),
+    "active_extra_copies": (
+        False, True, "the seed's load-evening moves: a generally light host (few active copies) "
+                     "takes one more copy of an active job within its fair share, a generally heavy "
+                     "one gives one, and job rebalancing pushes one copy off a generally heavy host "
+                     "at its maximum fair portion; they move data only to even out active copies"),
 }
 
 OPTIONS = ("profile",) + tuple(_OPTIONS)
@@ -125,6 +139,9 @@ def validate_config(config=None):
          "extreme_host_ratio", "must be a number >= 1")
     need(_is_number(cfg["active_task_cutoff"]) and cfg["active_task_cutoff"] >= 0,
          "active_task_cutoff", "must be a number of seconds >= 0")
+    need(isinstance(cfg["active_extra_copies"], bool), "active_extra_copies", "must be true or false")
+    need(_is_number(cfg["disk_target_band"]) and 0 <= cfg["disk_target_band"] < 1,
+         "disk_target_band", "must be a number >= 0 and < 1 (0: the seed's reference-host rule)")
     return cfg
 
 
@@ -268,8 +285,39 @@ class Model:
             return "light"
         return None
 
+    def disk_mean(self):
+        """The cluster's disk use: bytes used over capacity of the usable hosts (the level every
+        host can reach at once; moves between usable hosts do not change it)."""
+        if "mean" not in self._cache:
+            usable = self.usable()
+            cap = sum(self.hosts[n]["cap"] for n in usable)
+            self._cache["mean"] = sum(self.hosts[n]["used"] for n in usable) / cap if cap > 0 else 0.0
+        return self._cache["mean"]
+
+    def band(self):
+        """``(low, high)`` disk use of the target band around the mean, or None without a band."""
+        band = self.cfg["disk_target_band"]
+        if not band:
+            return None
+        mean = self.disk_mean()
+        return mean * (1 - band), mean * (1 + band)
+
+    def disk_side(self, load, ref=None):
+        """``heavy``, ``light`` or None for a disk use fraction: outside the target band around the
+        mean when ``disk_target_band`` is set, else the seed's ratio to the reference host."""
+        band = self.band()
+        if band is None:
+            return self.extreme(load, self.disk_reference() if ref is None else ref)
+        if band[1] <= 0:  # an empty cluster: any load is above it
+            return "heavy" if load > 0 else None
+        if load > band[1]:
+            return "heavy"
+        if load < band[0]:
+            return "light"
+        return None
+
     def disk_extreme(self, name, ref=None):
-        return self.extreme(self.disk_load(name), self.disk_reference() if ref is None else ref)
+        return self.disk_side(self.disk_load(name), ref)
 
     def load_extreme(self, name, ref=None):
         return self.extreme(self.hosts[name]["active"], self.load_reference() if ref is None else ref)
@@ -357,6 +405,7 @@ class Model:
             self.hosts[target]["active"] += 1
         self._cache.pop("disk", None)
         self._cache.pop("load", None)
+        self._cache.pop("mean", None)  # unchanged between usable hosts, not off a draining one
         return copy
 
 
@@ -510,6 +559,107 @@ def _disk_balance(model, host, side, budget, specified, moves, skipped, rule="di
         moves.append(_move(model, key, source, target, rule, why))
 
 
+def _share_fix(model, job, source, target):
+    """True when moving a copy of ``job`` from ``source`` to ``target`` also brings an active job
+    toward its fair share (the source above it or the target below it, and the move spreads the
+    job): a disk move that saves active task balancing a move of its own."""
+    if job not in model.active_jobs:
+        return False
+    floor, ceil = model.fair_share(job)
+    n_src, n_tgt = model.job_count(job, source), model.job_count(job, target)
+    return n_src - n_tgt >= 2 and (n_src > ceil or n_tgt < floor)
+
+
+def _pick_for_band(model, source, target, room, need, skipped):
+    """The copy on ``source`` to move to ``target`` (at most ``room`` bytes) when ``need`` bytes
+    would get a host inside the band: the smallest copy of at least ``need`` (the least
+    overshoot); if none is that large, the largest, preferring a copy that brings an active job
+    toward its fair share, then an active copy from a host with more active copies than the
+    target, then one whose job the move spreads better."""
+    finish, other = None, None
+    room = room * (1 + 1e-9) + 1
+    for key in model.on_host[source]:
+        copy = model.copies[key][source]
+        size = copy["bytes"]
+        if size > room:
+            continue
+        why = model.ineligible(key, source, target)
+        if why:
+            if len(skipped) < 50:
+                skipped.append("%s on %s not moved to %s: %s" % (task_label(*key), source, target, why))
+            continue
+        job = key[0]
+        if size >= need:
+            rank = (size, not _share_fix(model, job, source, target), str(key))
+            if finish is None or rank < finish[0]:
+                finish = (rank, key)
+        else:
+            spreads = model.job_count(job, source) - model.job_count(job, target) >= 2
+            evens = copy["active"] and model.hosts[source]["active"] - model.hosts[target]["active"] >= 2
+            rank = (_share_fix(model, job, source, target), evens, spreads, size, str(key))
+            if other is None or rank > other[0]:
+                other = (rank, key)
+    best = finish or other
+    return None if best is None else best[1]
+
+
+def _band_balance(model, host, side, budget, specified, moves, skipped):
+    """Disk space balancing with ``disk_target_band``: move only what brings ``host`` inside
+    [mean x (1 - band), mean x (1 + band)].  Partners are the ``alleviate_host_percentage`` of
+    hosts at the other extreme; each move takes the partner furthest out, never moves ``host``
+    past the mean nor the partner out of the band, and prefers the copy that brings a partner
+    outside the band just inside it too, so every byte moved serves an out-of-band host (bytes
+    moved approach the least possible: the larger of the bytes above the band and below it)."""
+    mean = model.disk_mean()
+    low, high = model.band()
+    partners = _partners(model, host, "light" if side == "heavy" else "heavy")
+    h = model.hosts[host]
+    while partners and not budget.exhausted():
+        load = model.disk_load(host)
+        need = (load - high if side == "heavy" else low - load) * h["cap"]
+        if need <= 0:
+            return
+        if side == "heavy":
+            partners.sort(key=lambda n: (model.disk_load(n), n))
+            source, target = host, partners[0]
+        else:
+            partners.sort(key=lambda n: (-model.disk_load(n), n))
+            source, target = partners[0], host
+        s, t = model.hosts[source], model.hosts[target]
+        # the host never passes the mean (that would be bytes beyond its need); the partner may,
+        # as long as it stays inside the band
+        if side == "heavy":
+            room = min((load - mean) * h["cap"], (high - model.disk_load(target)) * t["cap"])
+        else:
+            room = min((mean - load) * h["cap"], (model.disk_load(source) - low) * s["cap"])
+        if room <= 0:
+            partners.remove(source if side == "light" else target)
+            continue  # the partner is at the far edge of the band: nothing to exchange
+        # a partner outside the band on the other side takes or gives only what brings it inside
+        # too where a copy allows: its remaining excess (or shortfall) is left to other hosts
+        partner = target if side == "heavy" else source
+        p_load, p_cap = model.disk_load(partner), model.hosts[partner]["cap"]
+        p_need = (low - p_load if side == "heavy" else p_load - high) * p_cap
+        key = _pick_for_band(model, source, target, room, min(need, p_need) if p_need > 0 else need, skipped)
+        why_not = None
+        if key is not None:
+            why_not = budget.refuse(model.copies[key][source]["bytes"], source, target, specified, model)
+        if key is None or why_not:
+            skipped.append("%s: no further move %s -> %s (%s)" % (
+                host, source, target, why_not or "no eligible copy of at most %s" % fmt_bytes(room)))
+            partners.remove(source if side == "light" else target)
+            continue
+        size = model.copies[key][source]["bytes"]
+        before_s, before_t = model.disk_load(source), model.disk_load(target)
+        budget.take(size, source, target, specified)
+        why = ("disk balancing: %s is %s (%.1f%% used, outside the band %.1f%%-%.1f%% around the mean "
+               "%.1f%%; %s to go); %s %.1f%% -> %.1f%%, %s %.1f%% -> %.1f%%" % (
+                   host, side, 100 * load, 100 * low, 100 * high, 100 * mean, fmt_bytes(need),
+                   source, 100 * before_s, 100 * (s["used"] - size) / s["cap"],
+                   target, 100 * before_t, 100 * (t["used"] + size) / t["cap"]))
+        moves.append(_move(model, key, source, target, "disk", why))
+
+
 # --------------------------------------------------------------------------------------------
 # active task balancing
 # --------------------------------------------------------------------------------------------
@@ -532,12 +682,12 @@ def _pick_smallest(model, source, target, job, skipped):
 def _target_ok(model, target, size, disk_ref):
     """Active-task moves must not make a disk extreme ("no tasks onto a host with high load")."""
     h = model.hosts[target]
-    return h["cap"] > 0 and model.extreme((h["used"] + size) / h["cap"], disk_ref) != "heavy"
+    return h["cap"] > 0 and model.disk_side((h["used"] + size) / h["cap"], disk_ref) != "heavy"
 
 
 def _source_ok(model, source, size, disk_ref):
     h = model.hosts[source]
-    return h["cap"] > 0 and model.extreme((h["used"] - size) / h["cap"], disk_ref) != "light"
+    return h["cap"] > 0 and model.disk_side((h["used"] - size) / h["cap"], disk_ref) != "light"
 
 
 def _one_job_move(model, job, host, direction, budget, specified, skipped, disk_ref, why):
@@ -574,9 +724,12 @@ def _one_job_move(model, job, host, direction, budget, specified, skipped, disk_
 
 
 def _active_balance(model, host, budget, specified, moves, skipped):
-    """The seed's Active Task Balancing of ``host`` over every job active within the cutoff."""
+    """The seed's Active Task Balancing of ``host`` over every job active within the cutoff:
+    a job out of its fair share is moved back into it; within it, the extra copy for a generally
+    light or heavy host only with ``active_extra_copies``."""
     disk_ref = model.disk_reference()
     wiggle = model.cfg["fair_share_wiggle"]
+    extra = model.cfg["active_extra_copies"]
     for job in sorted(model.active_jobs):
         info = model.jobs.get(job)
         if info is None or info.get("no_autobalance"):
@@ -592,6 +745,8 @@ def _active_balance(model, host, budget, specified, moves, skipped):
             elif count < floor - wiggle:
                 move = _one_job_move(model, job, host, "pull", budget, specified, skipped, disk_ref,
                                      "active tasks: %s has too few (%d); %s" % (host, count, fair))
+            elif not extra:
+                break
             elif general == "light" and count < ceil + wiggle and count <= floor:
                 move = _one_job_move(model, job, host, "pull", budget, specified, skipped, disk_ref,
                                      "active tasks: %s is lightly loaded (%d active); %s" % (
@@ -619,7 +774,9 @@ def _active_balance(model, host, budget, specified, moves, skipped):
 
 def _host_rebalance(model, host, budget, moves, skipped, specified):
     side = model.disk_extreme(host)
-    if side:
+    if side and model.band() is not None:
+        _band_balance(model, host, side, budget, specified, moves, skipped)
+    elif side:
         _disk_balance(model, host, side, budget, specified, moves, skipped)
     else:
         _active_balance(model, host, budget, specified, moves, skipped)
@@ -639,8 +796,13 @@ def rebalance_host(snapshot, host, config=None):
     moves, skipped = [], []
     budget = Budget(cfg)
     side = model.disk_extreme(host)
-    note = "%s: disk %.1f%% used, reference %.1f%% -> %s" % (
-        host, 100 * model.disk_load(host), 100 * model.disk_reference(),
+    band = model.band()
+    if band is None:
+        where = "reference %.1f%%" % (100 * model.disk_reference())
+    else:
+        where = "band %.1f%%-%.1f%% around the mean %.1f%%" % (100 * band[0], 100 * band[1], 100 * model.disk_mean())
+    note = "%s: disk %.1f%% used, %s -> %s" % (
+        host, 100 * model.disk_load(host), where,
         "disk space balancing (%s)" % side if side else "active task balancing")
     _host_rebalance(model, host, budget, moves, skipped, {host})
     plan = _plan(moves, skipped=skipped, warnings=model.warnings, what="rebalance host %s" % host)
@@ -650,23 +812,28 @@ def rebalance_host(snapshot, host, config=None):
 
 def plan_round(snapshot, config=None):
     """One cluster-wide rebalance: host rebalancing of every usable host, the most out-of-line
-    first (disk-extreme hosts by distance from the reference, then the others), sharing one set of
-    per-rebalance limits.  Call again on the next snapshot until it plans no move."""
+    first (disk-extreme hosts by distance from the reference, or from the mean with
+    ``disk_target_band``, then the others), sharing one set of per-rebalance limits.  Call again
+    on the next snapshot until it plans no move."""
     cfg = validate_config(config)
     model = Model(snapshot, cfg)
     moves, skipped = [], []
     budget = Budget(cfg)
-    ref = model.disk_reference()
+    ref = model.disk_reference() if model.band() is None else model.disk_mean()
 
     def order(name):
         load = model.disk_load(name)
         off = abs(math.log(load / ref)) if ref > 0 and load > 0 else float("inf")
         return (model.disk_extreme(name, ref) is None, -off, name)
 
-    for host in sorted(model.usable(), key=order):
+    hosts = sorted(model.usable(), key=order)
+    # with a target band every host outside it is being rebalanced in this round: the
+    # tasks_moved_per_unspecified_host limit protects only the hosts inside the band
+    outside = set() if model.band() is None else {n for n in hosts if model.disk_extreme(n)}
+    for host in hosts:
         if budget.exhausted():
             break
-        _host_rebalance(model, host, budget, moves, skipped, {host})
+        _host_rebalance(model, host, budget, moves, skipped, outside | {host})
     return _plan(moves, skipped=skipped, warnings=model.warnings, what="rebalance round")
 
 
@@ -756,7 +923,8 @@ def rebalance_job(snapshot, job, config=None):
             fair = "fair share of job %s is %d-%d copies per host (wiggle %d)" % (job, floor, ceil, wiggle)
             if count > ceil + wiggle:
                 why = "job rebalancing: %s holds %d, above the fair share; %s" % (host, count, fair)
-            elif count == ceil and count > floor and model.generally(host) == "heavy":
+            elif (count == ceil and count > floor and cfg["active_extra_copies"]
+                  and model.generally(host) == "heavy"):
                 why = "job rebalancing: %s holds the maximum fair portion (%d) and is heavily loaded; %s" % (
                     host, count, fair)
             else:

@@ -52,8 +52,10 @@ def counts(plan_snapshot, job_id):
 
 def test_defaults_and_hydra_profile():
     cfg = spawn.validate_config({})
-    assert cfg["tasks_moved_full_rebalance"] == 40 and cfg["fair_share_wiggle"] == 1
+    assert cfg["tasks_moved_full_rebalance"] == 40 and cfg["fair_share_wiggle"] == 2
+    assert cfg["disk_target_band"] == 0.07 and cfg["active_extra_copies"] is False
     hydra = spawn.default_config("hydra")
+    assert hydra["disk_target_band"] == 0 and hydra["active_extra_copies"] is True
     assert hydra["tasks_moved_full_rebalance"] == 10
     assert hydra["bytes_moved_full_rebalance"] == 300 * GB
     assert hydra["min_task_size_bytes"] == 50 * 1000 ** 2
@@ -67,6 +69,10 @@ def test_defaults_and_hydra_profile():
     ({"tasks_moved_full_rebalance": -1}, "tasks_moved_full_rebalance"),
     ({"host_disk_factor": 0}, "host_disk_factor"),
     ({"profile": "other"}, "profile"),
+    ({"disk_target_band": 1}, "disk_target_band"),
+    ({"disk_target_band": -0.1}, "disk_target_band"),
+    ({"disk_target_band": "5%"}, "disk_target_band"),
+    ({"active_extra_copies": "yes"}, "active_extra_copies"),
 ])
 def test_bad_config_names_the_option(config, name):
     with pytest.raises(ValueError, match="^%s:" % name):
@@ -156,9 +162,14 @@ def test_generally_light_host_takes_one_additional_task():
             for k in range(10):
                 s["tasks"].append(task("busy", 100 * i + k, host, size=GB, active=True))
     s["jobs"]["busy"] = job(no_autobalance=True)
-    plan = spawn.rebalance_host(s, "h1", dict(STRICT, extreme_host_ratio=1.1))
+    # the seed's extra copy is the hydra profile's behaviour; the default profile leaves a job
+    # within its fair share where it is (it would move data only to even out active copies)
+    plan = spawn.rebalance_host(s, "h1", dict(STRICT, extreme_host_ratio=1.1, active_extra_copies=True))
     assert len(plan["moves"]) == 1
     assert "lightly loaded" in plan["moves"][0]["reason"] and plan["moves"][0]["target"] == "h1"
+    assert spawn.rebalance_host(s, "h1", dict(STRICT, extreme_host_ratio=1.1))["moves"] == []
+    assert spawn.rebalance_host(s, "h1", {"profile": "hydra", "extreme_host_ratio": 1.1,
+                                          "min_task_size_bytes": 0})["moves"]
 
 
 # ------------------------------------------------------------------------------------------
@@ -357,3 +368,126 @@ def test_plan_drain_reports_a_running_task_as_blocked():
     plan = spawn.plan_drain(s, "h0")
     assert not plan["complete"] and len(plan["moves"]) == 5
     assert "running" in plan["blocked"][0]
+
+
+# ------------------------------------------------------------------------------------------
+# disk_target_band (default profile): aim at the band around the cluster mean
+# ------------------------------------------------------------------------------------------
+
+BAND5 = {"disk_target_band": 0.05}
+
+
+def overshoot_cluster():
+    """a 60% (copies of 10, 80, 95 and 415 GB), b and c 50%, d 40%: mean 50%, band 47.5-52.5%.
+    a needs to shed 75 GB and d to take 75 GB."""
+    tasks = [task("a%d" % size, 0, "a", size=size * GB) for size in (10, 80, 95, 415)]
+    tasks += [task("b", 0, "b", size=500 * GB), task("c", 0, "c", size=500 * GB),
+              task("d", 0, "d", size=400 * GB)]
+    jobs = {t["job"]: job() for t in tasks}
+    return snap(["a", "b", "c", "d"], tasks, jobs)
+
+
+def test_band_is_around_the_capacity_weighted_mean():
+    s = overshoot_cluster()
+    model = spawn.Model(s, spawn.validate_config(BAND5))
+    assert model.disk_mean() == pytest.approx(0.5)
+    assert model.band() == (pytest.approx(0.475), pytest.approx(0.525))
+    assert [model.disk_extreme(h) for h in "abcd"] == ["heavy", None, None, "light"]
+    # unequal disks: 500 of 1000 GB and 900 of 3000 GB -> 1400 / 4000 = 35%, not (50 + 30) / 2
+    s = snap(["x", "y"], [task("x", 0, "x", size=500 * GB), task("y", 0, "y", size=900 * GB)], {"x": job(), "y": job()})
+    s["hosts"]["y"]["disk_free"] = 2100 * GB
+    assert spawn.Model(s, spawn.validate_config(BAND5)).disk_mean() == pytest.approx(0.35)
+
+
+def test_band_moves_the_copy_that_overshoots_least_and_stops_inside():
+    s = overshoot_cluster()
+    plan = spawn.plan_round(s, BAND5)
+    # the smallest copy of at least 75 GB; the seed's rule takes the largest that fits (95 GB)
+    assert [(m["source"], m["target"], m["bytes"]) for m in plan["moves"]] == [("a", "d", 80 * GB)]
+    assert "outside the band 47.5%-52.5% around the mean 50.0%" in plan["moves"][0]["reason"]
+    after = spawn.apply_plan(s, plan)
+    assert spawn.plan_round(after, BAND5)["moves"] == []
+    model = spawn.Model(after, spawn.validate_config(BAND5))
+    assert all(model.disk_extreme(h) is None for h in "abcd")
+    hydra = spawn.plan_round(s, {"profile": "hydra", "alleviate_host_percentage": 1.0})
+    assert hydra["moves"][0]["bytes"] == 95 * GB
+
+
+def test_in_band_hosts_are_left_alone():
+    # 52% and 48% are inside 50% +- 5%: the seed's rule (ratio to the median) would move data
+    tasks = [task("p", i, "a", size=20 * GB) for i in range(26)] + [task("q", i, "b", size=48 * GB) for i in range(10)]
+    tasks += [task("r", 0, "c", size=500 * GB), task("s", 0, "d", size=500 * GB)]
+    s = snap(["a", "b", "c", "d"], tasks, {"p": job(), "q": job(), "r": job(), "s": job()})
+    assert spawn.plan_round(s, BAND5)["moves"] == []
+    assert spawn.plan_round(s, dict(BAND5, disk_target_band=0.01))["moves"]
+
+
+def fresh_and_overloaded():
+    """Eight hosts at 50% of 1000 GB in 25 GB copies of 4 jobs, one at 80%, one empty."""
+    hosts = ["h%d" % i for i in range(8)] + ["over", "new"]
+    tasks, tid = [], 0
+    for i in range(8):
+        for k in range(20):
+            tasks.append(task("j%d" % (k % 4), tid, "h%d" % i, size=25 * GB))
+            tid += 1
+    for k in range(32):
+        tasks.append(task("j%d" % (k % 4), tid, "over", size=25 * GB))
+        tid += 1
+    return snap(hosts, tasks, {"j%d" % i: job() for i in range(4)})
+
+
+def band_lower_bound(s, band):
+    used = {h: v["disk_used"] for h, v in s["hosts"].items()}
+    mean = sum(used.values()) / len(used)
+    over = sum(max(0, u - (1 + band) * mean) for u in used.values())
+    under = sum(max(0, (1 - band) * mean - u) for u in used.values())
+    return max(over, under)
+
+
+def test_overloaded_excess_goes_to_the_empty_host_not_to_hosts_in_band():
+    s = fresh_and_overloaded()
+    cfg = dict(BAND5, tasks_moved_per_unspecified_host=1)  # protects in-band hosts only
+    moved = 0
+    for _i in range(10):
+        plan = spawn.plan_round(s, cfg)
+        if not plan["moves"]:
+            break
+        moved += plan["bytes"]
+        assert all(m["rule"] == "disk" for m in plan["moves"])
+        s = spawn.apply_plan(s, plan)
+    model = spawn.Model(s, spawn.validate_config(cfg))
+    assert all(model.disk_extreme(h) is None for h in s["hosts"])
+    assert spawn.replica_violations(s) == []
+    # mean 48%: "new" needs 456 GB to reach 45.6%, "over" sheds 296 GB; 25 GB copies
+    start = fresh_and_overloaded()
+    assert moved <= band_lower_bound(start, 0.05) + 25 * GB
+    assert s["hosts"]["over"]["disk_used"] < start["hosts"]["over"]["disk_used"]
+
+
+def test_disk_moves_prefer_copies_that_give_an_active_job_its_fair_share():
+    # the empty host pulls from h0, which holds 6 copies of the active job "act" (fair 1-2 on 4
+    # hosts) and large idle copies: it takes "act" copies first although they are smaller
+    tasks = [task("act", i, "h0", size=20 * GB, active=True) for i in range(6)]
+    tasks += [task("idle", i, "h0", size=60 * GB) for i in range(6)]
+    tasks += [task("f%d" % i, 0, "h%d" % i, size=400 * GB) for i in (1, 2)]
+    s = snap(["h0", "h1", "h2", "new"], tasks, {"act": job(), "idle": job(), "f1": job(), "f2": job()})
+    plan = spawn.rebalance_host(s, "new", BAND5)
+    assert "disk space balancing (light)" in plan["decision"]
+    assert [m["job"] for m in plan["moves"][:2]] == ["act", "act"]
+
+
+def test_active_balancing_in_band_fixes_only_a_job_out_of_its_fair_share():
+    s = fifty_on_nine()  # equal disks: every host is inside the band
+    plan = spawn.rebalance_host(s, "h0", {"fair_share_wiggle": 1, "min_task_size_bytes": 0})
+    assert "active task balancing" in plan["decision"]
+    assert counts(spawn.apply_plan(s, plan), "a")["h0"] == 7
+    assert spawn.rebalance_host(s, "h2", {"min_task_size_bytes": 0})["moves"] == []
+
+
+def test_hydra_profile_keeps_the_reference_rule():
+    # h0 40%, h1-h3 20%: with the seed's rule the reference is the median (20%) and the heavy
+    # host moves until it is below 1.1 x 20% = 22%; the band stops at 26.25% (mean 25% + 5%)
+    hydra = spawn.plan_round(heavy_cluster(), {"profile": "hydra", "alleviate_host_percentage": 1.0})
+    band = spawn.plan_round(heavy_cluster(), dict(BAND5, alleviate_host_percentage=1.0))
+    assert "reference 20.0%" in hydra["moves"][0]["reason"]
+    assert band["bytes"] <= hydra["bytes"]
