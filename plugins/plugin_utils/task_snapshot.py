@@ -49,7 +49,7 @@ def build(registry, scans, sge=None, now=None, prefix=DEFAULT_PREFIX, down=()):
         if key:
             pinned.setdefault("%s/%s" % key, []).append(
                 {"id": entry.get("id"), "queues": list(entry.get("hard_queues") or [])})
-    hosts, tasks, held = {}, [], {}
+    hosts, tasks, held, sums = {}, [], {}, {}
     for host, scan in sorted(scans.items()):
         if not isinstance(scan, Mapping) or "disk_used" not in scan:
             raise ValueError("scans[%r] is not a task_data_info result" % (host,))
@@ -63,9 +63,21 @@ def build(registry, scans, sge=None, now=None, prefix=DEFAULT_PREFIX, down=()):
                           "last_active": c.get("last_active"), "complete": True,
                           "running": (job, task) in running})
             held.setdefault((job, task), []).append(host)
+            if c.get("checksum"):
+                sums[(job, task, host)] = c["checksum"]
         if scan.get("leftovers"):
             warnings.append("%s: %d leftovers of interrupted moves (cleaned before moving)" % (
                 host, len(scan["leftovers"])))
+    # with checksums (job rebalancing reads them): a copy whose content differs from the live
+    # copy's is not complete, and job rebalancing resyncs it from the live copy
+    for t in tasks:
+        key = (t["job"], t["task"])
+        live = ((jobs_reg.get(t["job"]) or {}).get("tasks") or {}).get(t["task"], {}).get("live")
+        want = sums.get(key + (live,))
+        have = sums.get(key + (t["host"],))
+        if want and have and have != want:
+            t["complete"] = False
+            warnings.append("%s/%s on %s differs from the live copy on %s (checksum)" % (t["job"], t["task"], t["host"], live))
     live_of = {}
     for job, spec in sorted(jobs_reg.items()):
         for task, tspec in sorted((spec.get("tasks") or {}).items()):

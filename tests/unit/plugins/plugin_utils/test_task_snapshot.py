@@ -61,3 +61,13 @@ def test_work_key(name, key):
 def test_bad_input_is_named():
     with pytest.raises(ValueError, match="scans"):
         ts.build(REGISTRY, {"vm": {"copies": []}})
+
+
+def test_a_replica_that_differs_from_the_live_copy_is_resynced():
+    scans = {h: dict(s, copies=[dict(c, checksum="sha256:good") for c in s["copies"]]) for h, s in SCANS.items()}
+    scans["n1"]["copies"][0]["checksum"] = "sha256:bad"     # rep/0 on n1
+    snap, extra = ts.build(REGISTRY, scans, SGE, now=200.0)
+    assert [t["complete"] for t in snap["tasks"] if t["job"] == "rep"] == [False, True]
+    assert any("differs from the live copy" in w for w in extra["warnings"])
+    plan = spawn.rebalance_job(snap, "rep", {"min_task_size_bytes": MB})
+    assert [(r["action"], r["source"], r["target"]) for r in plan["repairs"]] == [("resync", "vm", "n1")]
