@@ -28,11 +28,12 @@ done
 start_hosts=$(qconf -sel | wc -l)
 
 # short timings so the demo finishes in minutes; every option is documented in docs/elastic.md
+# (instance_hour_price: an example price per node-hour, for the node_hours / cost columns)
 mkdir -p "$ROOT/.state/demo"
 rm -f "$ROOT/.state/demo/sge-stats.csv"
 OPTS=(-e cluster=mycluster -e max_nodes=3 -e min_nodes=1 -e add_nodes_per_iter=2
       -e job_wait_time=10 -e idle_time=30 -e stabilization_time=20 -e interval=5
-      -e drain_settle_time=5 -e dump_stats=true -e plot_stats=true
+      -e drain_settle_time=5 -e dump_stats=true -e plot_stats=true -e instance_hour_price=0.10
       -e stats_file="$ROOT/.state/demo/sge-stats.csv" -e plot_output_dir="$ROOT/.state/demo/plots")
 
 step "submit a burst of 16 real jobs (30 s each) as user tester"

@@ -223,3 +223,29 @@ def test_reconcile_reports_unknown_and_removes_exec_host_of_a_gone_instance(ec2)
     assert stray['InstanceId'] in [i['InstanceId'] for i in server.live_instances(CLUSTER)]
     ec2c.terminate_instances(InstanceIds=[stray['InstanceId']])
     os.unlink(os.path.join(work, 'reconcile.json'))
+
+
+def test_one_balancer_poll_reconciles_and_grows_with_ec2(ec2):
+    """The acting balancer (loadbalance.yml) with the ec2 provider: the poll reconciles first,
+    then grows to min_nodes through EC2 (a real node joins Grid Engine), and the node is removed."""
+    server, vars_path, _work = ec2
+    before = _exec_hosts()
+    size = len(before)
+    proc = _playbook('playbooks/loadbalance.yml', '-e', 'min_nodes=%d' % (size + 1), '-e', 'max_nodes=%d' % (size + 1),
+                     vars_path=vars_path)
+    new = sorted(_exec_hosts() - before)
+    try:
+        assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+        out = ' '.join(proc.stdout.split())
+        assert '%s reconcile:' % CLUSTER in out, out[-3000:]
+        assert len(new) == 1, (new, out[-3000:])
+        assert [_tag(i, 'gridengine-balancer:node') for i in server.live_instances(CLUSTER)] == new
+        deadline = time.time() + 60
+        while _qhost_load(new[0]) in (None, '-') and time.time() < deadline:
+            time.sleep(2)
+        assert _qhost_load(new[0]) not in (None, '-')
+    finally:
+        for name in new:
+            proc = _playbook('playbooks/node_remove.yml', '-e', 'node=%s' % name, vars_path=vars_path)
+            assert proc.returncode == 0, proc.stdout[-4000:]
+            _nothing_left(server, name)
