@@ -105,7 +105,7 @@ def moved(output):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("--markdown", help="write the table to this file")
     args = parser.parse_args()
     base = ["vm", "node001", "node002"]
@@ -121,8 +121,8 @@ def main():
     run([os.path.join(BIN, "ansible-playbook"), playbook, "-e", json.dumps(dict(setup, seed=rng.randrange(1 << 30)))])
     before = read_hosts(base)
     rows = [figures("start (3 hosts)", before, 0.0, 0)]
-    extra = ["-e", "cluster=%s" % CLUSTER, "-e", json.dumps({"cluster_task_rebalance_options": OPTIONS,
-                                                              "rebalance_options": OPTIONS})]
+    options = {"cluster_task_rebalance_options": OPTIONS, "rebalance_options": OPTIONS}
+    extra = ["-e", "cluster=%s" % CLUSTER, "-e", json.dumps(options)]
     t0 = time.time()
     out = run([os.path.join(BIN, "ansible-playbook"), "playbooks/node_add.yml", "-e", "node=%s" % NEW,
                "-e", "cluster_task_rebalance_on_join=true"] + extra).stdout
