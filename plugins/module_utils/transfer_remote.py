@@ -1,0 +1,123 @@
+# -*- coding: utf-8 -*-
+# Copyright: gridengine.balancer developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""``qstat_remote``, ``qacct_remote`` and ``qalter_remote``: follow a local job id to its partner job.
+
+The howto (seed 002, "Improvements") asks for ``*_remote`` versions of qstat, qacct and qalter
+that find the remote job of a local one. The starter (transfer.py) names every partner job
+``tq<local job>_<task>_<nonce>_<name>`` and keeps ``<jobs_dir>/<job>.<task>.json`` with the remote
+id while the job runs, so the remote job is found by the record while it exists, else by name in
+the partner's ``qstat -j`` (still pending or running) and ``qacct -j`` (finished). Every command
+is an argv list; the user's extra arguments are passed as data.
+
+    qstat_remote 1234            qstat -j <remote id> on the partner
+    qacct_remote 1234            qacct -j <remote id> on the partner
+    qalter_remote 1234 -l h_rt=1:00:00   qalter <args> <remote id> on the partner
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import glob
+import json
+import os
+import re
+import sys
+
+try:
+    from ansible_collections.gridengine.balancer.plugins.module_utils import transfer as tr
+except ImportError:  # installed beside transfer.py by the role transfer_queue
+    import transfer as tr  # type: ignore[no-redef]  # pylint: disable=import-error
+
+COMMANDS = ('qstat', 'qacct', 'qalter')
+_JOB = re.compile(r'^([0-9]+)(?:\.([0-9]+))?$')
+
+
+def parse_job(text):
+    """``("1234", None)`` or ``("1234", "3")`` from ``1234`` / ``1234.3``; TransferError otherwise."""
+    match = _JOB.match(str(text))
+    if not match:
+        raise tr.TransferError('%r is not a local job id (1234 or 1234.3)' % (text,))
+    return match.group(1), match.group(2)
+
+
+def _records(cfg, job, task):
+    pattern = '%s.%s.json' % (job, task if task else '*')
+    out = []
+    for path in sorted(glob.glob(os.path.join(cfg['jobs_dir'], pattern))):
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, 'O_NOFOLLOW', 0))
+            with os.fdopen(fd) as handle:
+                rec = json.load(handle)
+        except (OSError, ValueError):
+            continue
+        if rec.get('remote_id'):
+            out.append(str(rec['remote_id']))
+    return out
+
+
+def find_remote(cfg, runner, job, task=None, env=None):
+    """``[(remote id, where)]`` of the partner jobs of local ``job`` (``where``: record, qstat or
+    qacct), without duplicates, in that order."""
+    env = env or tr.cell_env(cfg['remote'])
+    prefix = 'tq%s_%s_' % (job, task) if task else 'tq%s_' % job
+    found = [(rid, 'record') for rid in _records(cfg, job, task)]
+    bin_dir = cfg['bin_dir']
+    rc, out, dummy = runner.run([os.path.join(bin_dir, 'qstat'), '-j', prefix + '*'], env)
+    if rc == 0:
+        found += [(rid, 'qstat') for rid in tr.parse_qstat_j(out)[0]]
+    if not found:
+        rc, out, dummy = runner.run([os.path.join(bin_dir, 'qacct'), '-j', prefix + '*'], env)
+        if rc == 0:
+            found += [(r['jobnumber'], 'qacct') for r in tr.parse_qacct(out)
+                      if r.get('jobname', '').startswith(prefix)]
+    seen, unique = set(), []
+    for rid, where in found:
+        if rid not in seen:
+            seen.add(rid)
+            unique.append((rid, where))
+    return unique
+
+
+def run(command, argv, cfg, runner, out=sys.stdout, err=sys.stderr):
+    """Run ``<command>_remote JOB [args...]``; the exit status."""
+    if command not in COMMANDS:
+        raise tr.TransferError('unknown command %r (one of %s)' % (command, ', '.join(COMMANDS)))
+    if not argv:
+        raise tr.TransferError('usage: %s_remote LOCAL_JOB_ID%s' % (command, ' [qalter args...]' if command == 'qalter' else ''))
+    job, task = parse_job(argv[0])
+    extra = list(argv[1:])
+    if extra and command != 'qalter':
+        raise tr.TransferError('%s_remote takes only the local job id' % command)
+    if command == 'qalter' and not extra:
+        raise tr.TransferError('qalter_remote needs the qalter arguments after the job id')
+    env = tr.cell_env(cfg['remote'], os.environ.get('HOME'), os.environ.get('USER'))
+    remote = find_remote(cfg, runner, job, task, env)
+    if not remote:
+        err.write('local job %s%s: no partner job found in cell %s (never transferred, or its accounting '
+                  'record is gone)\n' % (job, '.' + task if task else '', cfg['remote']['cell']))
+        return 1
+    status = 0
+    for rid, where in remote:
+        out.write('# local job %s%s -> cell %s job %s (found by %s)\n' % (
+            job, '.' + task if task else '', cfg['remote']['cell'], rid, where))
+        if command == 'qalter':
+            argv_ = [os.path.join(cfg['bin_dir'], 'qalter')] + extra + [rid]
+        else:
+            argv_ = [os.path.join(cfg['bin_dir'], command), '-j', rid]
+        rc, text, error = runner.run(argv_, env)
+        out.write(text)
+        if error:
+            err.write(error)
+        status = status or rc
+    return status
+
+
+def main(command, script_path, argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        cfg = tr.load_config(os.path.join(os.path.dirname(os.path.abspath(script_path)), tr.CONFIG_NAME))
+        return run(command, argv, cfg, tr.Runner())
+    except (tr.TransferError, OSError, ValueError) as exc:
+        sys.stderr.write('%s_remote: %s\n' % (command, exc))
+        return 2

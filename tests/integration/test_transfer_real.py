@@ -1,0 +1,198 @@
+# -*- coding: utf-8 -*-
+# Copyright: gridengine.balancer developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Transfer queue on two real Grid Engine clusters on this machine (docs/multicluster.md).
+
+The local cluster is the default cell (playbooks/local_cluster.yml must be up); the partner is
+the cell "remote" that playbooks/multicluster.yml brings up (qmaster port 6446, its execd on the
+namespace node partner01). The default cell is shared with other tests, so the transfer queue is
+set up with transfer_queue_remote_requestable=FORCED (only jobs asking -l remote=true may go to
+it) and "the local cluster" of these tests is a one-slot queue tqlocal.q on this host that offers
+remote=TRUE too (a test harness: the other users' jobs never reach either queue).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import time
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LOCAL = {'SGE_ROOT': '/var/lib/gridengine', 'SGE_CELL': 'default', 'SGE_QMASTER_PORT': '6444',
+         'SGE_EXECD_PORT': '6445', 'PATH': '/usr/bin:/bin', 'LC_ALL': 'C'}
+REMOTE = dict(LOCAL, SGE_CELL='remote', SGE_QMASTER_PORT='6446', SGE_EXECD_PORT='6447')
+WORK = '/tmp/gridengine-balancer-tq-test'
+JOB = '#!/bin/sh\necho "host=$(hostname) arg1=[$1] arg2=[$2]"\nsleep ${SLEEP:-2}\nexit ${CODE:-0}\n'
+PLAY = [os.path.join(ROOT, '.venv/bin/ansible-playbook'), os.path.join(ROOT, 'playbooks/multicluster.yml'),
+        '-e', 'cluster=mycluster', '-e', 'transfer_queue_remote_requestable=FORCED',
+        '-e', 'transfer_queue_poll_interval=2', '-e', '{"transfer_queue_local_queues": ["tqlocal.q"]}']
+
+
+def run(argv, env, check=True):
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, check=False, timeout=600, cwd=ROOT)
+    if check and proc.returncode != 0:
+        raise AssertionError('%s: rc %s\n%s\n%s' % (argv, proc.returncode, proc.stdout[-3000:], proc.stderr[-3000:]))
+    return proc
+
+
+def qsub(env, *args):
+    argv = ['runuser', '-u', 'tester', '--', 'env'] + ['%s=%s' % kv for kv in env.items()] + \
+        ['/usr/bin/qsub', '-terse', '-cwd'] + list(args)
+    return run(argv, None).stdout.strip().split('.')[0]
+
+
+def wait_for(what, func, timeout=90, step=1.0):
+    deadline = time.time() + timeout
+    while True:
+        value = func()
+        if value:
+            return value
+        if time.time() > deadline:
+            raise AssertionError('timed out waiting for %s' % what)
+        time.sleep(step)
+
+
+def load_value(name):
+    out = run(['qhost', '-F', name, '-h', 'vm'], LOCAL).stdout
+    for line in out.splitlines():
+        if ':%s=' % name in line:
+            return float(line.split('=')[1])
+    return None
+
+
+def job_state(env, job_id):
+    out = run(['qstat', '-u', '*'], env).stdout
+    for line in out.splitlines():
+        fields = line.split()
+        if fields and fields[0] == str(job_id):
+            return fields[4], (fields[7] if len(fields) > 8 else '')
+    return None
+
+
+def acct(env, job_id):
+    proc = run(['qacct', '-j', str(job_id)], env, check=False)
+    if proc.returncode != 0:
+        return None
+    rec = {}
+    for line in proc.stdout.splitlines():
+        parts = line.split(None, 1)
+        if len(parts) == 2:
+            rec[parts[0]] = parts[1].strip()
+    return rec
+
+
+def remote_job_of(local_id):
+    """The partner job whose context names the local job."""
+    out = run(['qstat', '-u', '*', '-xml'], REMOTE).stdout
+    for jid in re.findall(r'<JB_job_number>([0-9]+)</JB_job_number>', out):
+        detail = run(['qstat', '-j', jid], REMOTE, check=False).stdout
+        if 'tq_local_job=%s,' % local_id in detail:
+            return jid
+    return None
+
+
+def play_env():
+    env = dict(os.environ, **{k: v for k, v in LOCAL.items() if k not in ('PATH', 'LC_ALL')})
+    env['LC_ALL'] = 'C.UTF-8'
+    return env
+
+
+@pytest.fixture(scope='module')
+def clusters():
+    if run(['qstat'], LOCAL, check=False).returncode != 0:
+        pytest.skip('the local cluster is not up (playbooks/local_cluster.yml)')
+    os.makedirs(WORK, exist_ok=True)
+    os.chmod(WORK, 0o777)
+    with open(os.path.join(WORK, 'job.sh'), 'w') as handle:
+        handle.write(JOB)
+    os.chmod(os.path.join(WORK, 'job.sh'), 0o755)
+    run(PLAY, play_env())
+    queue = run(['qconf', '-sq', 'transfer.q'], LOCAL).stdout
+    lines = []
+    for line in queue.splitlines():
+        key = line.split()[0]
+        if key in ('starter_method', 'suspend_method', 'resume_method', 'terminate_method', 'load_thresholds'):
+            line = key + ' NONE'
+        lines.append({'qname': 'qname tqlocal.q', 'seq_no': 'seq_no 0', 'rerun': 'rerun FALSE'}.get(key, line))
+    with open(os.path.join(WORK, 'tqlocal.q'), 'w') as handle:
+        handle.write('\n'.join(lines) + '\n')
+    if 'tqlocal.q' not in run(['qconf', '-sql'], LOCAL).stdout.split():
+        run(['qconf', '-Aq', os.path.join(WORK, 'tqlocal.q')], LOCAL)
+    yield
+    for job in _jobs_in_test_queues():
+        run(['qdel', job], LOCAL, check=False)
+    wait_for('the test queues empty', lambda: not _jobs_in_test_queues(), timeout=120)
+    run(['qconf', '-dq', 'tqlocal.q'], LOCAL, check=False)
+    run(PLAY + ['-e', 'multicluster_state=absent', '-e', 'multicluster_destroy=true'],
+        play_env())
+
+
+def _jobs_in_test_queues():
+    """Ids of the jobs in tqlocal.q or transfer.q (qselect -q would list queue instances)."""
+    out = run(['qstat', '-u', '*', '-q', 'tqlocal.q,transfer.q', '-xml'], LOCAL, check=False).stdout
+    return sorted(set(re.findall(r'<JB_job_number>([0-9]+)</JB_job_number>', out)))
+
+
+def fill_local(seconds):
+    job = qsub(LOCAL, '-o', WORK, '-e', WORK, '-N', 'fill', '-l', 'remote=true', '-q', 'tqlocal.q',
+               '-v', 'SLEEP=%d' % seconds, os.path.join(WORK, 'job.sh'))
+    wait_for('the filler to run', lambda: (job_state(LOCAL, job) or ('',))[0] == 'r')
+    wait_for('local_free=0', lambda: load_value('local_free') == 0, timeout=60)
+    return job
+
+
+def test_overflow_exit_status_and_hostile_names(clusters):
+    fill_local(60)
+    wait_for('remote_pending=0', lambda: load_value('remote_pending') == 0, timeout=60)
+    name = 'x$(touch${IFS}owned)'
+    job = qsub(LOCAL, '-o', WORK, '-e', WORK, '-N', name, '-l', 'remote=true', '-v', 'SLEEP=2', '-v', 'CODE=3',
+               os.path.join(WORK, 'job.sh'), '$(touch /tmp/owned)', 'two words')
+    rec = wait_for('the local accounting record', lambda: acct(LOCAL, job), timeout=180, step=2)
+    assert rec['qname'] == 'transfer.q'
+    assert rec['exit_status'].split()[0] == '3'
+    with open(os.path.join(WORK, '%s.o%s' % (name, job))) as handle:
+        assert handle.read().strip() == 'host=partner01 arg1=[$(touch /tmp/owned)] arg2=[two words]'
+    assert not os.path.exists('/tmp/owned')
+    assert not os.path.exists(os.path.join(WORK, 'owned'))
+    # qacct_remote follows the local job id to the partner job's accounting record
+    proc = run(['/var/lib/gridengine-transfer/transfer.q/qacct_remote', str(job)], LOCAL, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert '# local job %s -> cell remote job ' % job in proc.stdout and 'found by qacct' in proc.stdout
+    assert re.search(r'(?m)^exit_status\s+3\s*$', proc.stdout), proc.stdout
+
+
+def test_stays_local_when_partner_busy(clusters):
+    fill_local(40)
+    busy = [qsub(REMOTE, '-o', WORK, '-e', WORK, '-N', 'busy', '-v', 'SLEEP=30', os.path.join(WORK, 'job.sh'))
+            for dummy in range(5)]
+    wait_for('remote_pending>=1', lambda: (load_value('remote_pending') or 0) >= 1, timeout=60)
+    job = qsub(LOCAL, '-o', WORK, '-e', WORK, '-N', 'stay', '-l', 'remote=true', os.path.join(WORK, 'job.sh'))
+    time.sleep(8)
+    assert job_state(LOCAL, job)[0] == 'qw'
+    detail = run(['qstat', '-j', job], LOCAL).stdout
+    assert 'remote_pending' in detail
+    run(['qdel'] + busy, REMOTE, check=False)
+    run(['qdel', job], LOCAL, check=False)
+
+
+def test_suspend_resume_terminate_reach_the_partner(clusters):
+    fill_local(60)
+    wait_for('remote_pending=0', lambda: load_value('remote_pending') == 0, timeout=90)
+    job = qsub(LOCAL, '-o', WORK, '-e', WORK, '-N', 'srt', '-l', 'remote=true', '-v', 'SLEEP=120',
+               os.path.join(WORK, 'job.sh'))
+    remote = wait_for('the partner job', lambda: remote_job_of(job), timeout=60)
+    wait_for('the partner job to run', lambda: (job_state(REMOTE, remote) or ('',))[0] == 'r', timeout=60)
+    run(['runuser', '-u', 'tester', '--', 'env'] + ['%s=%s' % kv for kv in LOCAL.items()] + ['qmod', '-sj', job], None)
+    wait_for('the partner job suspended', lambda: (job_state(REMOTE, remote) or ('',))[0] == 's', timeout=30)
+    run(['runuser', '-u', 'tester', '--', 'env'] + ['%s=%s' % kv for kv in LOCAL.items()] + ['qmod', '-usj', job], None)
+    wait_for('the partner job resumed', lambda: (job_state(REMOTE, remote) or ('',))[0] == 'r', timeout=30)
+    run(['runuser', '-u', 'tester', '--', 'env'] + ['%s=%s' % kv for kv in LOCAL.items()] + ['qdel', job], None)
+    wait_for('the partner job gone', lambda: job_state(REMOTE, remote) is None, timeout=60)
+    rec = wait_for('the partner accounting record', lambda: acct(REMOTE, remote), timeout=60, step=2)
+    assert rec['exit_status'].split()[0] != '0'
+    wait_for('the local job gone', lambda: job_state(LOCAL, job) is None, timeout=60)
