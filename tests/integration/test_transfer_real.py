@@ -142,7 +142,7 @@ def fill_local(seconds):
     job = qsub(LOCAL, '-o', WORK, '-e', WORK, '-N', 'fill', '-l', 'remote=true', '-q', 'tqlocal.q',
                '-v', 'SLEEP=%d' % seconds, os.path.join(WORK, 'job.sh'))
     wait_for('the filler to run', lambda: (job_state(LOCAL, job) or ('',))[0] == 'r')
-    wait_for('local_free=0', lambda: load_value('local_free') == 0, timeout=60)
+    wait_for('local_free=0', lambda: load_value('local_free') == 0, timeout=120)
     return job
 
 
