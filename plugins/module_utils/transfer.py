@@ -15,10 +15,32 @@ configuration. Standard library only (the scripts run under the job user's uid w
 environment, via ``/usr/bin/python3 -I``). Every command is an argv list: job names, paths and
 arguments are data, never parts of a shell string.
 
+The howto's improvements, as built here:
+
+* One bulk poll per partner per interval: the load sensor (one process per transfer queue) reads
+  every partner once per report (``qstat -u '*' -g d -xml``, ``qstat -g c -xml``, ``qhost -xml``;
+  never more often than every 5 s) and writes ``status.json``; the starters read that file instead
+  of polling the partner for their own job. Only when the file is missing or stale does a starter
+  ask the partner itself, and then never more often than every 5 s.
+* Several partners: ``partners`` in transfer.json; the sensor routes with the broker (weighted
+  placement of seed 001 over the partners that are neither busy nor full) and publishes a cycle
+  of partners; the starter of job N takes entry N of the cycle.
+* Resource request mapping: the local job's hard resource requests are passed to the partner,
+  renamed, re-valued or dropped by the partner's ``resource_map``.
+* Invalid requests: a partner that refuses the job (unknown resource, no suitable queue, ...)
+  sends it back: the local job's hard queue list is set to the local queues (so it is never
+  dispatched to a transfer queue again) and the starter exits 99, which puts the job back into the
+  pending list. A partner that cannot be reached sends the job back unmarked (the sensor closes
+  the queue meanwhile). No job is killed.
+* Pull-back: a partner job still pending after ``pullback_after`` seconds while local slots are
+  free is held, checked, deleted and the local job re-queued (exit 99); one that started in the
+  meantime is released and kept.
+
 Crash safety of the starter: before ``qsub`` it writes a record with a unique token; the partner's
 job is named ``<token>_<job name>``. A starter that finds a record without a partner job id
-(it died between submit and recording) looks the token up in the partner's ``qstat -j`` and
-``qacct -j`` before it submits again, so a crash neither loses nor duplicates a job.
+(it died between submit and recording) waits out a grace period for a qsub still in flight, then
+looks the token up in the partner's ``qstat -j`` and ``qacct -j`` before it submits again, so a
+crash neither loses nor duplicates a job.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -33,10 +55,16 @@ import time
 import xml.etree.ElementTree as ET
 
 CONFIG_NAME = 'transfer.json'
+STATUS_NAME = 'status.json'
 
 # Exit codes of the starter besides the partner job's own exit status.
 EXIT_FAILED = 1          # the partner refused or lost the job
+EXIT_RESCHEDULE = 99     # Grid Engine puts a job that exits 99 back into the pending list
+EXIT_ERROR_STATE = 100   # Grid Engine keeps a job that exits 100 in error state (Eqw)
 EXIT_TERMINATED = 143    # the job was terminated (128 + SIGTERM)
+
+# The howto: never poll a partner more often than every 5 seconds.
+MIN_PARTNER_POLL = 5
 
 # Variables Grid Engine sets for every job: not passed on to the partner's job (its execd sets
 # its own), so that the partner job does not see the local cluster's ids, paths or ports.
@@ -46,10 +74,22 @@ GE_JOB_VARS = frozenset((
 ))
 
 _SAFE_TOKEN = re.compile(r'^[A-Za-z0-9_]+$')
+_SAFE_NAME = re.compile(r'^[A-Za-z0-9_.-]+$')
+# qsub/qstat messages that mean "the partner's qmaster did not answer" (as opposed to a refusal)
+_UNREACHABLE = re.compile(r'commlib error|unable to contact qmaster|unable to send message to qmaster|'
+                          r'got send error|connection refused|timed out|no such file', re.I)
 
 
 class TransferError(Exception):
     """A failure of a transfer method, with a message for the job's error output."""
+
+
+class PartnerRefused(TransferError):
+    """The partner's qmaster refused the job (an invalid request for that cluster)."""
+
+
+class PartnerUnreachable(TransferError):
+    """The partner's qmaster could not be reached."""
 
 
 # ----------------------------------------------------------------------------- pure helpers --
@@ -74,6 +114,32 @@ def record_name(job_id, task_id):
     if not re.match(r'^[0-9]+$', str(job_id)) or not re.match(r'^[0-9]+$', task):
         raise TransferError('JOB_ID %r / SGE_TASK_ID %r are not job and task numbers' % (job_id, task_id))
     return '%s.%s.json' % (job_id, task)
+
+
+def partners_of(cfg):
+    """The partner clusters of a transfer queue: ``cfg['partners']`` (a list), else the single
+    ``cfg['remote']``; each a dict with ``name``, ``root``, ``cell`` and optional ports,
+    ``qsub_args``, ``project``, ``resource_map``, ``pass_resources``."""
+    parts = cfg.get('partners')
+    if not parts and isinstance(cfg.get('remote'), dict):
+        parts = [dict(cfg['remote'], name=cfg['remote'].get('name') or cfg['remote'].get('cell'))]
+    if not isinstance(parts, list) or not parts:
+        raise TransferError('the configuration names no partner cluster (partners or remote)')
+    seen = set()
+    for part in parts:
+        if not isinstance(part, dict) or not all(part.get(k) for k in ('name', 'root', 'cell')):
+            raise TransferError('a partner needs name, root and cell: %r' % (part,))
+        if not _SAFE_NAME.match(str(part['name'])) or part['name'] in seen:
+            raise TransferError('partner name %r is invalid or repeated' % (part['name'],))
+        seen.add(part['name'])
+    return parts
+
+
+def partner_named(cfg, name):
+    for part in partners_of(cfg):
+        if part['name'] == name:
+            return part
+    raise TransferError('no partner named %r in the configuration' % (name,))
 
 
 def cell_env(cell, home=None, user=None):
@@ -114,7 +180,67 @@ def job_env_for_partner(environ, cell):
     return env
 
 
-def build_qsub_argv(cfg, command, args, token, environ, cwd):
+def parse_request_list(text):
+    """``[(name, value)]`` of a Grid Engine request list ``a=1,b=TRUE`` (``qstat -j`` form)."""
+    out = []
+    for item in (text or '').split(','):
+        item = item.strip()
+        if not item:
+            continue
+        name, sep, value = item.partition('=')
+        out.append((name.strip(), value.strip() if sep else ''))
+    return out
+
+
+def parse_local_job(out):
+    """What the starter needs of the local job's ``qstat -j`` text: ``submission_time``,
+    ``resources`` (the hard resource requests, ``[(name, value)]``) and ``queues`` (the hard
+    queue list)."""
+    info = {'submission_time': '', 'resources': [], 'queues': []}
+    for line in out.splitlines():
+        key, sep, value = line.partition(':')
+        if not sep:
+            continue
+        key, value = key.strip(), value.strip()
+        if key == 'submission_time':
+            info['submission_time'] = value
+        elif key == 'hard resource_list':
+            info['resources'] = parse_request_list(value)
+        elif key == 'hard_queue_list':
+            info['queues'] = [q.strip() for q in value.split(',') if q.strip()]
+    return info
+
+
+def map_resources(requests, partner, internal=()):
+    """The partner's ``-l`` requests for the local job's hard ``requests``.
+
+    ``partner['resource_map']`` maps a local resource name to the partner's name (a string),
+    to nothing (``""`` or ``None``: dropped), or to ``{"name": ..., "values": {local: remote}}``.
+    Names in ``internal`` (the transfer queue's own complexes) are never passed on; names not in
+    the map pass unchanged unless ``partner['pass_resources']`` is false (the howto passes them).
+    """
+    rmap = partner.get('resource_map') or {}
+    out = []
+    for name, value in requests:
+        if name in internal:
+            continue
+        if name in rmap:
+            target = rmap[name]
+            if isinstance(target, dict):
+                value = str((target.get('values') or {}).get(value, value))
+                target = target.get('name', name)
+            if not target:
+                continue
+            out.append((str(target), value))
+        elif partner.get('pass_resources', True):
+            out.append((name, value))
+    for name, value in out:
+        if not re.match(r'^[A-Za-z0-9_.-]+$', name) or ',' in value or '\n' in value:
+            raise TransferError('resource request %s=%s cannot be passed to partner %s' % (name, value, partner['name']))
+    return out
+
+
+def build_qsub_argv(cfg, partner, command, args, token, environ, cwd, resources=()):
     """argv of the partner ``qsub`` for the local job's ``command`` and ``args``.
 
     ``command`` is the job script the starter got from Grid Engine (in the execd's
@@ -125,6 +251,9 @@ def build_qsub_argv(cfg, command, args, token, environ, cwd):
             '-N', remote_job_name(token, job_name),
             '-ac', 'tq_token=%s,tq_local_job=%s,tq_local_cell=%s' % (
                 token, environ.get('JOB_ID', ''), cfg['local']['cell'])]
+    verify = partner.get('verify', cfg.get('verify', 'e'))
+    if verify:
+        argv += ['-w', verify]
     stdout = environ.get('SGE_STDOUT_PATH')
     stderr = environ.get('SGE_STDERR_PATH')
     if stdout:
@@ -134,9 +263,12 @@ def build_qsub_argv(cfg, command, args, token, environ, cwd):
     elif stderr:
         argv += ['-j', 'y']
     argv += ['-wd', environ.get('SGE_CWD_PATH') or cwd]
-    if cfg.get('project'):
-        argv += ['-P', cfg['project']]
-    argv += list(cfg.get('qsub_args') or [])
+    project = partner.get('project', cfg.get('project'))
+    if project:
+        argv += ['-P', project]
+    if resources:
+        argv += ['-l', ','.join('%s=%s' % kv if kv[1] != '' else kv[0] for kv in resources)]
+    argv += list(cfg.get('qsub_args') or []) + list(partner.get('qsub_args') or [])
     if os.path.basename(os.path.dirname(command)) != 'job_scripts':
         argv += ['-b', 'y']
     argv += [command] + list(args)
@@ -186,15 +318,26 @@ def exit_status_of(rec):
     return status
 
 
-def count_pending(xml_text):
-    """Pending jobs (tasks, with ``-g d``) in ``qstat -u '*' -s p -g d -xml`` output."""
+def parse_jobs(xml_text, prefix='tq'):
+    """``(pending, jobs)`` of ``qstat -u '*' -g d -xml``: the number of pending jobs (tasks) and
+    ``{job id: state}`` of the jobs whose name starts with ``prefix`` (the transferred ones)."""
     root = ET.fromstring(xml_text)
-    count = 0
+    pending = 0
+    jobs = {}
     for job in root.iter('job_list'):
         state = (job.findtext('state') or '')
-        if job.get('state', 'pending') == 'pending' or 'q' in state:
-            count += 1
-    return count
+        if job.get('state', 'pending') == 'pending':
+            pending += 1
+        if (job.findtext('JB_name') or '').startswith(prefix):
+            number = (job.findtext('JB_job_number') or '').strip()
+            if number:
+                jobs.setdefault(number, state)
+    return pending, jobs
+
+
+def count_pending(xml_text):
+    """Pending jobs (tasks, with ``-g d``) in ``qstat -u '*' -s p -g d -xml`` output."""
+    return parse_jobs(xml_text)[0]
 
 
 def free_slots(xml_text, exclude=(), include=()):
@@ -203,17 +346,68 @@ def free_slots(xml_text, exclude=(), include=()):
     ``include`` (when not empty) names the queues to count, ``exclude`` queues to leave out
     (the transfer queues themselves).
     """
+    return cluster_slots(xml_text, exclude, include)['free']
+
+
+def cluster_slots(xml_text, exclude=(), include=()):
+    """``{"total", "used", "free"}`` slots of the cluster queues in ``qstat -g c -xml``."""
     root = ET.fromstring(xml_text)
-    free = 0
+    out = {'total': 0, 'used': 0, 'free': 0}
     for summary in root.iter('cluster_queue_summary'):
         name = summary.findtext('name') or ''
         if name in exclude or (include and name not in include):
             continue
-        try:
-            free += int(summary.findtext('available') or 0)
-        except ValueError:
-            continue
-    return free
+        for key, tag in (('total', 'total'), ('used', 'used'), ('free', 'available')):
+            try:
+                out[key] += int(summary.findtext(tag) or 0)
+            except ValueError:
+                continue
+    return out
+
+
+_UNITS = {'': 1, 'K': 1024, 'M': 1024 ** 2, 'G': 1024 ** 3, 'T': 1024 ** 4}
+
+
+def parse_memory(text):
+    """Bytes of a qhost memory value (``23.5G``, ``819.9M``, ``0.0``); None for ``-``."""
+    match = re.match(r'^\s*([0-9.]+)\s*([KMGT]?)\s*$', text or '', re.I)
+    if not match:
+        return None
+    try:
+        return float(match.group(1)) * _UNITS[match.group(2).upper()]
+    except ValueError:
+        return None
+
+
+def cluster_memory(xml_text):
+    """``(mem_total, mem_used)`` bytes summed over the hosts of ``qhost -xml``."""
+    root = ET.fromstring(xml_text)
+    total = used = 0.0
+    for host in root.iter('host'):
+        values = {v.get('name'): v.text for v in host.iter('hostvalue')}
+        mem_total, mem_used = parse_memory(values.get('mem_total')), parse_memory(values.get('mem_used'))
+        if mem_total:
+            total += mem_total
+            used += mem_used or 0.0
+    return total, used
+
+
+def classify_refusal(text):
+    """The exception for a partner qsub that failed with ``text``."""
+    if _UNREACHABLE.search(text or ''):
+        return PartnerUnreachable
+    return PartnerRefused
+
+
+def job_phase(state):
+    """``error``, ``pending``, ``running`` or ``other`` for a Grid Engine job state string."""
+    if 'E' in state:
+        return 'error'
+    if 'q' in state:
+        return 'pending'
+    if state:
+        return 'running'
+    return 'other'
 
 
 def sensor_report(host, values):
@@ -246,15 +440,24 @@ class Runner(object):
 def load_config(path):
     with open(path) as handle:
         cfg = json.load(handle)
-    for key in ('local', 'remote', 'jobs_dir', 'bin_dir'):
+    if not isinstance(cfg, dict):
+        raise TransferError('%s: not a JSON object' % path)
+    for key in ('local', 'jobs_dir', 'bin_dir'):
         if key not in cfg:
             raise TransferError('%s: missing key %s' % (path, key))
+    partners_of(cfg)
     return cfg
 
 
-def write_json_atomic(path, data):
+def status_path(cfg):
+    return cfg.get('status_file') or os.path.join(os.path.dirname(cfg['jobs_dir'].rstrip('/')), STATUS_NAME)
+
+
+def write_json_atomic(path, data, mode=0o600):
     tmp = '%s.tmp.%d' % (path, os.getpid())
-    with open(tmp, 'w') as handle:
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, 'O_NOFOLLOW', 0), mode)
+    with os.fdopen(fd, 'w') as handle:
+        os.fchmod(handle.fileno(), mode)
         json.dump(data, handle, sort_keys=True)
         handle.flush()
         os.fsync(handle.fileno())
@@ -272,56 +475,112 @@ def read_own_json(path):
         if os.fstat(handle.fileno()).st_uid != os.getuid():
             raise TransferError('%s belongs to another user' % path)
         try:
-            return json.load(handle)
+            data = json.load(handle)
         except ValueError:
             return None
+    return data if isinstance(data, dict) else None
+
+
+def read_status(cfg, now, max_age=None):
+    """The sensor's last ``status.json`` if it is at most ``max_age`` seconds old, else None."""
+    max_age = max_age if max_age is not None else cfg.get('status_max_age', 60)
+    try:
+        with open(status_path(cfg)) as handle:
+            status = json.load(handle)
+        if not isinstance(status, dict) or not isinstance(status.get('partners'), dict):
+            return None
+        if now - float(status.get('time', 0)) > max_age:
+            return None
+    except (OSError, ValueError, TypeError):
+        return None
+    return status
 
 
 class Transfer(object):
     """The methods of one transfer queue, for one local job."""
 
-    def __init__(self, cfg, environ, runner=None, sleep=time.sleep, clock=time.time, nonce=None):
+    def __init__(self, cfg, environ, runner=None, sleep=time.sleep, clock=time.time, nonce=None, err=None):
         self.cfg = cfg
         self.environ = environ
         self.runner = runner or Runner()
         self.sleep = sleep
         self.clock = clock
+        self.err = err or sys.stderr
         self.nonce = nonce or (lambda: os.urandom(4).hex())
         self.job_id = environ.get('JOB_ID', '')
         self.task_id = environ.get('SGE_TASK_ID', 'undefined')
         self.rec_path = os.path.join(cfg['jobs_dir'], record_name(self.job_id, self.task_id))
         self.flag_path = self.rec_path[:-len('.json')] + '.terminated'
-        self.qenv = cell_env(cfg['remote'], environ.get('HOME'), environ.get('USER') or environ.get('LOGNAME'))
+        self.home = environ.get('HOME')
+        self.user = environ.get('USER') or environ.get('LOGNAME')
 
-    # -- partner commands
-    def _q(self, name, *args):
-        return self.runner.run([os.path.join(self.cfg['bin_dir'], name)] + list(args), self.qenv)
+    # -- commands
+    def _q(self, partner, name, *args):
+        """A Grid Engine command on ``partner`` (a partner dict) or, with None, the local cell."""
+        cell = partner if partner is not None else self.cfg['local']
+        return self.runner.run([os.path.join(self.cfg['bin_dir'], name)] + list(args),
+                               cell_env(cell, self.home, self.user))
 
-    def lookup(self, token):
+    def partner(self, rec):
+        """The partner of a record (records of older versions name none: the first partner)."""
+        if rec.get('partner'):
+            return partner_named(self.cfg, rec['partner'])
+        return partners_of(self.cfg)[0]
+
+    def choose_partner(self):
+        """The partner for this job: entry ``job id + task`` of the sensor's routing cycle (consecutive
+        jobs follow the weighted dispatcher); without a fresh route, the reachable partner with the
+        fewest pending jobs, else the first one."""
+        parts = partners_of(self.cfg)
+        if len(parts) == 1:
+            return parts[0]
+        status = read_status(self.cfg, self.clock()) or {}
+        names = [p['name'] for p in parts]
+        sequence = [n for n in (status.get('route') or {}).get('sequence') or [] if n in names]
+        if sequence:
+            task = int(self.task_id) if str(self.task_id).isdigit() else 0
+            return partner_named(self.cfg, sequence[(int(self.job_id) + task) % len(sequence)])
+        known = [(info.get('pending', 0), names.index(name), name) for name, info in status.get('partners', {}).items()
+                 if name in names and info.get('reachable')]
+        return partner_named(self.cfg, min(known)[2]) if known else parts[0]
+
+    def lookup(self, partner, token):
         """(job id, exit status or None) of the partner job with ``token``, or (None, None)."""
-        rc, out, dummy = self._q('qstat', '-j', token + '*')
+        rc, out, dummy = self._q(partner, 'qstat', '-j', token + '*')
         if rc == 0:
             numbers, dummy_error = parse_qstat_j(out)
             if numbers:
                 return numbers[0], None
-        rc, out, dummy = self._q('qacct', '-j', token + '*')
+        rc, out, dummy = self._q(partner, 'qacct', '-j', token + '*')
         if rc == 0:
             recs = parse_qacct(out)
             if recs:
                 return recs[-1]['jobnumber'], exit_status_of(recs[-1])
         return None, None
 
-    def submit(self, command, args, token, cwd):
-        argv = build_qsub_argv(self.cfg, command, args, token, self.environ, cwd)
-        rc, out, err = self.runner.run(argv, job_env_for_partner(self.environ, self.cfg['remote']))
+    def local_job(self):
+        """The local job's submission time, hard resource requests and hard queue list."""
+        rc, out, dummy = self._q(None, 'qstat', '-j', self.job_id)
+        return parse_local_job(out) if rc == 0 else parse_local_job('')
+
+    def internal_resources(self):
+        return set(n for n in (self.cfg.get('remote_complex', 'remote'), self.cfg.get('pending_complex'),
+                               self.cfg.get('local_free_complex')) if n)
+
+    def submit(self, partner, command, args, token, cwd, info):
+        resources = map_resources(info.get('resources', ()), partner, self.internal_resources())
+        argv = build_qsub_argv(self.cfg, partner, command, args, token, self.environ, cwd, resources)
+        rc, out, err = self.runner.run(argv, job_env_for_partner(self.environ, partner))
         if rc != 0:
-            raise TransferError('partner qsub failed (rc %s): %s' % (rc, (err or out).strip()[:500]))
+            text = (err or out).strip()
+            raise classify_refusal(text if rc != 127 else 'timed out: ' + text)(
+                'partner %s qsub failed (rc %s): %s' % (partner['name'], rc, text[:500]))
         return parse_qsub_terse(out)
 
-    def accounting(self, remote_id, timeout):
+    def accounting(self, partner, remote_id, timeout):
         deadline = self.clock() + timeout
         while True:
-            rc, out, dummy = self._q('qacct', '-j', remote_id)
+            rc, out, dummy = self._q(partner, 'qacct', '-j', remote_id)
             if rc == 0:
                 recs = [r for r in parse_qacct(out) if r.get('jobnumber') == remote_id]
                 if recs:
@@ -330,64 +589,177 @@ class Transfer(object):
                 return None
             self.sleep(min(self.cfg.get('poll_interval', 5), 5))
 
-    def local_submit_time(self):
-        """The local job's submission time (tells a record of this job from one of an older job
-        with the same id)."""
-        env = cell_env(self.cfg['local'], self.environ.get('HOME'), self.environ.get('USER'))
-        rc, out, dummy = self.runner.run([os.path.join(self.cfg['bin_dir'], 'qstat'), '-j', self.job_id], env)
-        if rc == 0:
-            match = re.search(r'(?m)^submission_time:\s+(.+?)\s*$', out)
-            if match:
-                return match.group(1)
-        return ''
+    def send_back(self, info, reason, ineligible):
+        """Give the job back to the local cluster: exit 99 puts it back into the pending list.
+
+        ``ineligible``: the partner refused the job, so its hard queue list becomes the local
+        queues (every cluster queue but the transfer queues, or what it asked for minus them) and
+        no transfer queue takes it again. If nothing local is left, the job goes to error state
+        (exit 100) with the reason, kept for its owner to see; it is never killed.
+        """
+        if ineligible:
+            transfer_queues = set(self.cfg.get('transfer_queues') or ())
+            queues = info.get('queues') or []
+            if not queues:
+                rc, out, err = self._q(None, 'qconf', '-sql')
+                if rc != 0:
+                    self.err.write('transfer starter: %s; cannot list the local queues (%s)\n' % (reason, err.strip()))
+                    return EXIT_ERROR_STATE
+                queues = out.split()
+            keep = [q for q in queues if q.split('@')[0] not in transfer_queues]
+            if not keep:
+                self.err.write('transfer starter: %s; the job asks for no local queue, left in error state\n' % reason)
+                self.finish()
+                return EXIT_ERROR_STATE
+            rc, out, err = self._q(None, 'qalter', '-q', ','.join(keep), self.job_id)
+            if rc != 0:
+                self.err.write('transfer starter: %s; qalter -q failed (%s), left in error state\n'
+                               % (reason, (err or out).strip()))
+                return EXIT_ERROR_STATE
+            self.err.write('transfer starter: %s; sent back to the local cluster, not eligible for transfer '
+                           '(hard queue list %s)\n' % (reason, ','.join(keep)))
+        else:
+            self.err.write('transfer starter: %s; sent back to the local pending list\n' % reason)
+        self.finish()
+        return EXIT_RESCHEDULE
 
     # -- the starter
     def start(self, command, args, cwd):
         """Submit (or find again) the partner job, wait for it, return its exit status."""
-        submitted = self.local_submit_time()
+        info = self.local_job()
         rec = read_own_json(self.rec_path)
-        if rec is not None and rec.get('local_submit', '') != submitted:
+        if rec is not None and rec.get('local_submit', '') != info['submission_time']:
             rec = None                       # an older job's record with the same id
+        if rec is not None and rec.get('pulled_back'):
+            return self.complete_pull_back(self.partner(rec), rec)
         if rec is None:
+            partner = self.choose_partner()
             rec = {'token': make_token(self.job_id, self.task_id, self.nonce()),
                    'local_job': self.job_id, 'local_task': self.task_id,
-                   'local_submit': submitted, 'remote_cell': self.cfg['remote']['cell']}
+                   'local_submit': info['submission_time'], 'partner': partner['name'],
+                   'remote_cell': partner['cell']}
             write_json_atomic(self.rec_path, rec)
+        partner = self.partner(rec)
         remote_id = rec.get('remote_id')
         if not remote_id:
-            remote_id, status = self.lookup(rec['token'])
+            if rec.get('submit_started'):
+                # an earlier starter died around its qsub: a request still in flight reaches the
+                # partner's qmaster within the grace period, and only then is the lookup reliable
+                wait = float(rec['submit_started']) + self.cfg.get('lookup_grace', 10) - self.clock()
+                if wait > 0:
+                    self.sleep(wait)
+            remote_id, status = self.lookup(partner, rec['token'])
             if remote_id and status is not None:
                 self.finish()
                 return status
             if not remote_id:
-                remote_id = self.submit(command, args, rec['token'], cwd)
+                rec['submit_started'] = self.clock()
+                write_json_atomic(self.rec_path, rec)
+                try:
+                    remote_id = self.submit(partner, command, args, rec['token'], cwd, info)
+                except PartnerRefused as exc:
+                    return self.send_back(info, str(exc), ineligible=True)
+                except PartnerUnreachable as exc:
+                    return self.send_back(info, str(exc), ineligible=False)
             rec['remote_id'] = remote_id
+            rec['submitted_at'] = self.clock()
             write_json_atomic(self.rec_path, rec)
-        return self.wait(remote_id)
+        return self.wait(partner, remote_id, rec)
 
-    def wait(self, remote_id):
+    def observe(self, partner, remote_id, rec, last_direct):
+        """``(phase, local_free, last_direct)``: the partner job's phase (``gone``, ``error``,
+        ``pending``, ``running``, ``unknown``) from the sensor's bulk status, or, if that is stale,
+        from the partner itself at most every ``MIN_PARTNER_POLL`` seconds."""
+        now = self.clock()
+        status = read_status(self.cfg, now)
+        info = (status or {}).get('partners', {}).get(partner['name']) or {}
+        if status is not None and info.get('reachable'):
+            state = (info.get('jobs') or {}).get(str(remote_id))
+            if state is None:
+                seen_after = float(status.get('time', 0)) > float(rec.get('submitted_at') or 0) + 1
+                return ('gone' if seen_after else 'unknown'), status.get('local_free', 0), last_direct
+            return job_phase(state), status.get('local_free', 0), last_direct
+        poll = max(MIN_PARTNER_POLL, int(self.cfg.get('poll_interval', 5)))
+        if last_direct is not None and now - last_direct < poll:
+            return 'unknown', 0, last_direct
+        rc, out, err = self._q(partner, 'qstat', '-j', remote_id)
+        if rc != 0 and 'do not exist' in (out + err):
+            return 'gone', 0, now
+        if rc == 0:
+            return ('error' if parse_qstat_j(out)[1] else 'running'), 0, now
+        return 'unknown', 0, now
+
+    def wait(self, partner, remote_id, rec):
         poll = max(1, int(self.cfg.get('poll_interval', 5)))
+        pullback_after = float(self.cfg.get('pullback_after', 0) or 0)
+        pending_since = None
+        last_direct = None
         while True:
             if os.path.exists(self.flag_path):
-                self._q('qdel', remote_id)
-            rc, out, err = self._q('qstat', '-j', remote_id)
-            if rc != 0 and 'do not exist' in (out + err):
+                self._q(partner, 'qdel', remote_id)
+            phase, local_free, last_direct = self.observe(partner, remote_id, rec, last_direct)
+            if phase == 'gone':
                 break
-            if rc == 0:
-                dummy, error = parse_qstat_j(out)
-                if error:
-                    self._q('qdel', remote_id)
-                    self.finish()
-                    raise TransferError('partner job %s is in error state; deleted it:\n%s' % (remote_id, out[-1000:]))
+            if phase == 'error':
+                self._q(partner, 'qdel', remote_id)
+                self.finish()
+                raise TransferError('partner job %s on %s is in error state; deleted it' % (remote_id, partner['name']))
+            if phase == 'pending' and pullback_after > 0 and not os.path.exists(self.flag_path):
+                pending_since = self.clock() if pending_since is None else pending_since
+                if local_free > 0 and self.clock() - pending_since >= pullback_after:
+                    status = self.pull_back(partner, remote_id, rec)
+                    if status is not None:
+                        return status
+            elif phase != 'unknown':
+                pending_since = None
             self.sleep(poll)
         terminated = os.path.exists(self.flag_path)
-        rec = self.accounting(remote_id, poll if terminated else self.cfg.get('accounting_timeout', 120))
+        acct = self.accounting(partner, remote_id, poll if terminated else self.cfg.get('accounting_timeout', 120))
         self.finish()
-        if rec is None:
+        if acct is None:
             if terminated:
                 return EXIT_TERMINATED
             raise TransferError('partner job %s ended without an accounting record' % remote_id)
-        return exit_status_of(rec)
+        return exit_status_of(acct)
+
+    def partner_pending(self, partner, remote_id):
+        """True if the partner job is in the partner's pending list right now (asked directly)."""
+        rc, out, dummy = self._q(partner, 'qstat', '-u', '*', '-s', 'p', '-g', 'd', '-xml')
+        if rc != 0:
+            return False
+        try:
+            return str(remote_id) in parse_jobs(out, prefix='')[1]
+        except ET.ParseError:
+            return False
+
+    def pull_back(self, partner, remote_id, rec):
+        """Hold the pending partner job, make sure it did not start, delete it and re-queue the
+        local job (exit 99). None if it started meanwhile (released and kept)."""
+        self._q(partner, 'qhold', remote_id)
+        if not self.partner_pending(partner, remote_id):
+            self._q(partner, 'qrls', remote_id)
+            return None
+        rec['pulled_back'] = True
+        write_json_atomic(self.rec_path, rec)
+        return self.complete_pull_back(partner, rec)
+
+    def complete_pull_back(self, partner, rec):
+        """Delete the held partner job of a pulled-back record and re-queue the local job."""
+        remote_id = rec.get('remote_id')
+        if remote_id:
+            deadline = self.clock() + 60
+            while True:
+                self._q(partner, 'qdel', remote_id)
+                rc, out, err = self._q(partner, 'qstat', '-j', remote_id)
+                if rc != 0 and 'do not exist' in (out + err):
+                    break
+                if self.clock() >= deadline:
+                    raise TransferError('partner job %s on %s would not go away' % (remote_id, partner['name']))
+                self.sleep(MIN_PARTNER_POLL)
+        self.finish()
+        self.err.write('transfer starter: partner job %s on %s was still pending while local slots were free; '
+                       'pulled back to the local pending list\n' % (remote_id, partner['name']))
+        return EXIT_RESCHEDULE
 
     def finish(self):
         for path in (self.rec_path, self.flag_path):
@@ -404,48 +776,114 @@ class Transfer(object):
             fd = os.open(self.flag_path, os.O_WRONLY | os.O_CREAT | getattr(os, 'O_NOFOLLOW', 0), 0o600)
             os.close(fd)
         rec = read_own_json(self.rec_path)
-        remote_id = (rec or {}).get('remote_id')
-        if not remote_id and rec and action == 'terminate':
-            remote_id, dummy = self.lookup(rec['token'])
+        if not rec:
+            return 0
+        partner = self.partner(rec)
+        remote_id = rec.get('remote_id')
+        if not remote_id and action == 'terminate':
+            remote_id, dummy = self.lookup(partner, rec['token'])
         if not remote_id:
             return 0
         argv = {'suspend': ('qmod', '-sj', remote_id), 'resume': ('qmod', '-usj', remote_id),
                 'terminate': ('qdel', remote_id)}[action]
-        rc, out, err = self._q(*argv)
+        rc, out, err = self._q(partner, *argv)
         if rc != 0 and action != 'terminate':
             raise TransferError('%s of partner job %s failed: %s' % (action, remote_id, (err or out).strip()))
         return 0
 
 
-def sensor_values(cfg, runner):
-    """The load values the sensor reports: the partner's pending jobs (a large number when the
-    partner does not answer, which closes the queue) and, optionally, the local free slots."""
-    values = {}
-    rc, out, dummy = runner.run([os.path.join(cfg['bin_dir'], 'qstat'), '-u', '*', '-s', 'p', '-g', 'd', '-xml'],
-                                cell_env(cfg['remote']))
+# --------------------------------------------------------------------------- the load sensor --
+
+def _broker():
     try:
-        pending = count_pending(out) if rc == 0 else None
+        from ansible_collections.gridengine.balancer.plugins.plugin_utils.policy import broker
+    except ImportError:  # installed beside this file by the role transfer_queue
+        import broker  # type: ignore[no-redef]  # pylint: disable=import-error
+    return broker
+
+
+def poll_partner(cfg, partner, runner):
+    """One bulk poll of a partner: pending jobs, the transferred jobs' states, slots and memory."""
+    env = cell_env(partner)
+    bin_dir = cfg['bin_dir']
+    info = {'reachable': False, 'pending': None, 'jobs': {}}
+    rc, out, err = runner.run([os.path.join(bin_dir, 'qstat'), '-u', '*', '-g', 'd', '-xml'], env)
+    try:
+        if rc != 0:
+            raise ValueError((err or out).strip()[:200])
+        info['pending'], info['jobs'] = parse_jobs(out)
+        info['reachable'] = True
+    except (ET.ParseError, ValueError) as exc:
+        info['error'] = 'qstat: %s' % exc
+        return info
+    rc, out, dummy = runner.run([os.path.join(bin_dir, 'qstat'), '-g', 'c', '-xml'], env)
+    try:
+        slots = cluster_slots(out) if rc == 0 else {'total': 0, 'used': 0}
     except ET.ParseError:
-        pending = None
-    values[cfg['pending_complex']] = cfg.get('unreachable_value', 99999) if pending is None else pending
+        slots = {'total': 0, 'used': 0}
+    info['slots_total'], info['slots_used'] = slots['total'], slots['used']
+    rc, out, dummy = runner.run([os.path.join(bin_dir, 'qhost'), '-xml'], env)
+    try:
+        info['mem_total'], info['mem_used'] = cluster_memory(out) if rc == 0 else (0.0, 0.0)
+    except ET.ParseError:
+        info['mem_total'], info['mem_used'] = 0.0, 0.0
+    return info
+
+
+def route_partners(cfg, partners):
+    """The broker's routing over the reachable partners (a cycle of ``route_cycle`` entries)."""
+    loads = {}
+    for name, info in partners.items():
+        if info.get('reachable'):
+            loads[name] = {'slots_total': info.get('slots_total', 0), 'slots_used': info.get('slots_used', 0),
+                           'pending': info.get('pending', 0), 'mem_free': info.get('mem_total', 0) - info.get('mem_used', 0),
+                           'mem_max': info.get('mem_total', 0)}
+    if not loads:
+        return {'sequence': [], 'distribution': {}, 'excluded': {}, 'reason': 'no partner answered'}
+    threshold = int(cfg.get('pending_threshold') or 0)
+    try:
+        out = _broker().route(loads, idle_pending=threshold - 1 if threshold > 0 else None,
+                              count=int(cfg.get('route_cycle', 100)))
+    except (ImportError, ValueError) as exc:
+        return {'sequence': [], 'distribution': {}, 'excluded': {}, 'reason': 'broker failed: %s' % exc}
+    return {k: out[k] for k in ('sequence', 'distribution', 'excluded', 'reason')}
+
+
+def sensor_status(cfg, runner, now):
+    """The bulk status of every partner and of the local cluster (one poll of each)."""
+    partners = {p['name']: poll_partner(cfg, p, runner) for p in partners_of(cfg)}
+    status = {'time': now, 'partners': partners, 'route': route_partners(cfg, partners) if len(partners) > 1 else {}}
     if cfg.get('local_free_complex'):
         rc, out, dummy = runner.run([os.path.join(cfg['bin_dir'], 'qstat'), '-g', 'c', '-xml'], cell_env(cfg['local']))
         try:
-            free = free_slots(out, exclude=cfg.get('transfer_queues', ()), include=cfg.get('local_queues', ())) if rc == 0 else 0
+            status['local_free'] = free_slots(out, exclude=cfg.get('transfer_queues', ()),
+                                              include=cfg.get('local_queues', ())) if rc == 0 else 0
         except ET.ParseError:
-            free = 0
-        values[cfg['local_free_complex']] = free
+            status['local_free'] = 0
+    return status
+
+
+def sensor_values(cfg, status):
+    """The load values the sensor reports: the fewest pending jobs of a reachable partner (a large
+    number when none answers, which closes the queue) and, optionally, the local free slots."""
+    pending = [info['pending'] for info in status['partners'].values() if info.get('reachable')]
+    values = {cfg['pending_complex']: min(pending) if pending else cfg.get('unreachable_value', 99999)}
+    if cfg.get('local_free_complex'):
+        values[cfg['local_free_complex']] = status.get('local_free', 0)
     return values
 
 
-def run_sensor(cfg, stdin, stdout, runner=None, reload=None):
+def run_sensor(cfg, stdin, stdout, runner=None, reload=None, clock=time.time):
     """The Grid Engine load sensor loop: a report per line read, until ``quit`` or EOF.
 
-    ``reload`` (a function returning the configuration) is called before each report, so that a
-    changed ``transfer.json`` takes effect without restarting the sensor; on an error the
-    previous configuration stays.
+    The partners are polled at most every ``bulk_poll_interval`` seconds (never below 5; a faster
+    load report repeats the last values) and the result is written to ``status.json`` for the
+    starters. ``reload`` (a function returning the configuration) is called before each report,
+    so that a changed ``transfer.json`` takes effect without restarting the sensor; on an error
+    the previous configuration stays.
     """
     runner = runner or Runner(timeout=30)
+    status = None
     while True:
         line = stdin.readline()
         if not line or line.strip() == 'quit':
@@ -455,7 +893,15 @@ def run_sensor(cfg, stdin, stdout, runner=None, reload=None):
                 cfg = reload()
             except (TransferError, OSError, ValueError):
                 pass
-        stdout.write(sensor_report(cfg['host'], sensor_values(cfg, runner)))
+        now = clock()
+        interval = max(MIN_PARTNER_POLL, float(cfg.get('bulk_poll_interval', MIN_PARTNER_POLL)))
+        if status is None or now - status['time'] >= interval:
+            status = sensor_status(cfg, runner, now)
+            try:
+                write_json_atomic(status_path(cfg), status, mode=0o644)
+            except OSError as exc:
+                sys.stderr.write('transfer load_sensor: cannot write %s: %s\n' % (status_path(cfg), exc))
+        stdout.write(sensor_report(cfg['host'], sensor_values(cfg, status)))
         stdout.flush()
 
 

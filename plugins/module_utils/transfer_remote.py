@@ -42,6 +42,7 @@ def parse_job(text):
 
 
 def _records(cfg, job, task):
+    """``[(remote id, partner name)]`` of the starter's records of local ``job`` (``task``)."""
     pattern = '%s.%s.json' % (job, task if task else '*')
     out = []
     for path in sorted(glob.glob(os.path.join(cfg['jobs_dir'], pattern))):
@@ -51,31 +52,36 @@ def _records(cfg, job, task):
                 rec = json.load(handle)
         except (OSError, ValueError):
             continue
-        if rec.get('remote_id'):
-            out.append(str(rec['remote_id']))
+        if isinstance(rec, dict) and rec.get('remote_id'):
+            out.append((str(rec['remote_id']), rec.get('partner') or tr.partners_of(cfg)[0]['name']))
     return out
 
 
-def find_remote(cfg, runner, job, task=None, env=None):
-    """``[(remote id, where)]`` of the partner jobs of local ``job`` (``where``: record, qstat or
-    qacct), without duplicates, in that order."""
-    env = env or tr.cell_env(cfg['remote'])
+def find_remote(cfg, runner, job, task=None, home=None, user=None):
+    """``[(remote id, where, partner)]`` of the partner jobs of local ``job`` (``where``: record,
+    qstat or qacct; ``partner``: the partner's dict), without duplicates, in that order. Every
+    partner of the configuration is searched by the job name prefix ``tq<job>_``."""
     prefix = 'tq%s_%s_' % (job, task) if task else 'tq%s_' % job
-    found = [(rid, 'record') for rid in _records(cfg, job, task)]
+    partners = tr.partners_of(cfg)
+    found = []
+    for rid, name in _records(cfg, job, task):
+        found += [(rid, 'record', p) for p in partners if p['name'] == name]
     bin_dir = cfg['bin_dir']
-    rc, out, dummy = runner.run([os.path.join(bin_dir, 'qstat'), '-j', prefix + '*'], env)
-    if rc == 0:
-        found += [(rid, 'qstat') for rid in tr.parse_qstat_j(out)[0]]
-    if not found:
-        rc, out, dummy = runner.run([os.path.join(bin_dir, 'qacct'), '-j', prefix + '*'], env)
+    for partner in partners:
+        env = tr.cell_env(partner, home, user)
+        rc, out, dummy = runner.run([os.path.join(bin_dir, 'qstat'), '-j', prefix + '*'], env)
         if rc == 0:
-            found += [(r['jobnumber'], 'qacct') for r in tr.parse_qacct(out)
-                      if r.get('jobname', '').startswith(prefix)]
+            found += [(rid, 'qstat', partner) for rid in tr.parse_qstat_j(out)[0]]
+        if not [f for f in found if f[2] is partner]:
+            rc, out, dummy = runner.run([os.path.join(bin_dir, 'qacct'), '-j', prefix + '*'], env)
+            if rc == 0:
+                found += [(r['jobnumber'], 'qacct', partner) for r in tr.parse_qacct(out)
+                          if r.get('jobname', '').startswith(prefix)]
     seen, unique = set(), []
-    for rid, where in found:
-        if rid not in seen:
-            seen.add(rid)
-            unique.append((rid, where))
+    for rid, where, partner in found:
+        if (rid, partner['name']) not in seen:
+            seen.add((rid, partner['name']))
+            unique.append((rid, where, partner))
     return unique
 
 
@@ -91,21 +97,22 @@ def run(command, argv, cfg, runner, out=sys.stdout, err=sys.stderr):
         raise tr.TransferError('%s_remote takes only the local job id' % command)
     if command == 'qalter' and not extra:
         raise tr.TransferError('qalter_remote needs the qalter arguments after the job id')
-    env = tr.cell_env(cfg['remote'], os.environ.get('HOME'), os.environ.get('USER'))
-    remote = find_remote(cfg, runner, job, task, env)
+    home, user = os.environ.get('HOME'), os.environ.get('USER')
+    remote = find_remote(cfg, runner, job, task, home, user)
     if not remote:
-        err.write('local job %s%s: no partner job found in cell %s (never transferred, or its accounting '
-                  'record is gone)\n' % (job, '.' + task if task else '', cfg['remote']['cell']))
+        err.write('local job %s%s: no partner job found in %s (never transferred, or its accounting '
+                  'record is gone)\n' % (job, '.' + task if task else '',
+                                         ', '.join('cell ' + p['cell'] for p in tr.partners_of(cfg))))
         return 1
     status = 0
-    for rid, where in remote:
+    for rid, where, partner in remote:
         out.write('# local job %s%s -> cell %s job %s (found by %s)\n' % (
-            job, '.' + task if task else '', cfg['remote']['cell'], rid, where))
+            job, '.' + task if task else '', partner['cell'], rid, where))
         if command == 'qalter':
             argv_ = [os.path.join(cfg['bin_dir'], 'qalter')] + extra + [rid]
         else:
             argv_ = [os.path.join(cfg['bin_dir'], command), '-j', rid]
-        rc, text, error = runner.run(argv_, env)
+        rc, text, error = runner.run(argv_, tr.cell_env(partner, home, user))
         out.write(text)
         if error:
             err.write(error)

@@ -30,7 +30,12 @@ WORK = '/tmp/gridengine-balancer-tq-test'
 JOB = '#!/bin/sh\necho "host=$(hostname) arg1=[$1] arg2=[$2]"\nsleep ${SLEEP:-2}\nexit ${CODE:-0}\n'
 PLAY = [os.path.join(ROOT, '.venv/bin/ansible-playbook'), os.path.join(ROOT, 'playbooks/multicluster.yml'),
         '-e', 'cluster=mycluster', '-e', 'transfer_queue_remote_requestable=FORCED',
-        '-e', 'transfer_queue_poll_interval=2', '-e', '{"transfer_queue_local_queues": ["tqlocal.q"]}']
+        '-e', 'transfer_queue_poll_interval=2', '-e', '{"transfer_queue_local_queues": ["tqlocal.q"]}',
+        '-e', 'transfer_queue_bulk_poll_interval=5', '-e', 'transfer_queue_pullback_after=10',
+        '-e', '{"transfer_queue_resource_map": {"h_rt": "s_rt"}}']
+# A complex of the local cell only (the partner does not know it): jobs asking for it are refused
+# by the partner and must come back to the local cluster.
+LOCAL_ONLY = 'tq_localonly'
 
 
 def run(argv, env, check=True):
@@ -123,11 +128,22 @@ def clusters():
         handle.write('\n'.join(lines) + '\n')
     if 'tqlocal.q' not in run(['qconf', '-sql'], LOCAL).stdout.split():
         run(['qconf', '-Aq', os.path.join(WORK, 'tqlocal.q')], LOCAL)
+    complexes = run(['qconf', '-sc'], LOCAL).stdout
+    if not re.search(r'(?m)^%s\s' % LOCAL_ONLY, complexes):
+        with open(os.path.join(WORK, 'complexes'), 'w') as handle:
+            handle.write(complexes + '%s %s INT <= YES NO 0 0\n' % (LOCAL_ONLY, LOCAL_ONLY))
+        run(['qconf', '-Mc', os.path.join(WORK, 'complexes')], LOCAL)
+    run(['qconf', '-aattr', 'exechost', 'complex_values', '%s=10' % LOCAL_ONLY, 'global'], LOCAL, check=False)
     yield
     for job in _jobs_in_test_queues():
         run(['qdel', job], LOCAL, check=False)
     wait_for('the test queues empty', lambda: not _jobs_in_test_queues(), timeout=120)
     run(['qconf', '-dq', 'tqlocal.q'], LOCAL, check=False)
+    run(['qconf', '-dattr', 'exechost', 'complex_values', '%s=10' % LOCAL_ONLY, 'global'], LOCAL, check=False)
+    complexes = run(['qconf', '-sc'], LOCAL).stdout
+    with open(os.path.join(WORK, 'complexes'), 'w') as handle:
+        handle.write(''.join(line + '\n' for line in complexes.splitlines() if not line.startswith(LOCAL_ONLY + ' ')))
+    run(['qconf', '-Mc', os.path.join(WORK, 'complexes')], LOCAL, check=False)
     run(PLAY + ['-e', 'multicluster_state=absent', '-e', 'multicluster_destroy=true'],
         play_env())
 
@@ -196,3 +212,71 @@ def test_suspend_resume_terminate_reach_the_partner(clusters):
     rec = wait_for('the partner accounting record', lambda: acct(REMOTE, remote), timeout=60, step=2)
     assert rec['exit_status'].split()[0] != '0'
     wait_for('the local job gone', lambda: job_state(LOCAL, job) is None, timeout=60)
+
+
+def local_records(job_id):
+    """Every local accounting record of a job (a re-queued job has one per run)."""
+    proc = run(['qacct', '-j', str(job_id)], LOCAL, check=False)
+    recs = []
+    for block in re.split(r'(?m)^=+\s*$', proc.stdout if proc.returncode == 0 else ''):
+        rec = dict(line.split(None, 1) for line in block.splitlines() if len(line.split(None, 1)) == 2)
+        if rec.get('jobnumber') == str(job_id):
+            recs.append({k: v.strip() for k, v in rec.items()})
+    return recs
+
+
+def partner_jobs_of(local_id):
+    """Partner job ids (pending, running or finished) whose name says they came from ``local_id``."""
+    out = run(['qstat', '-u', '*', '-xml'], REMOTE).stdout
+    names = re.findall(r'<JB_job_number>([0-9]+)</JB_job_number>\s*<JAT_prio>[^<]*</JAT_prio>\s*<JB_name>tq%s_' % local_id, out)
+    acct_out = run(['qacct', '-j', 'tq%s_*' % local_id], REMOTE, check=False).stdout
+    return sorted(set(names + re.findall(r'(?m)^jobnumber\s+([0-9]+)', acct_out)))
+
+
+def test_resource_requests_are_mapped_for_the_partner(clusters):
+    fill_local(40)
+    wait_for('remote_pending=0', lambda: load_value('remote_pending') == 0, timeout=60)
+    job = qsub(LOCAL, '-o', WORK, '-e', WORK, '-N', 'mapped', '-l', 'remote=true,h_rt=600', '-v', 'SLEEP=20',
+               os.path.join(WORK, 'job.sh'))
+    remote = wait_for('the partner job', lambda: remote_job_of(job), timeout=90)
+    detail = run(['qstat', '-j', remote], REMOTE).stdout
+    hard = re.search(r'(?m)^hard resource_list:\s+(\S+)', detail).group(1)
+    assert hard == 's_rt=600', detail          # h_rt renamed by the map, remote=true never passed on
+    rec = wait_for('the local accounting record', lambda: acct(LOCAL, job), timeout=180, step=2)
+    assert rec['qname'] == 'transfer.q' and rec['exit_status'].split()[0] == '0'
+
+
+def test_a_job_the_partner_refuses_comes_back_and_runs_locally(clusters):
+    fill_local(20)
+    wait_for('remote_pending=0', lambda: load_value('remote_pending') == 0, timeout=60)
+    job = qsub(LOCAL, '-o', WORK, '-e', WORK, '-N', 'refused', '-l', 'remote=true,%s=1' % LOCAL_ONLY,
+               '-v', 'SLEEP=1', '-v', 'CODE=5', os.path.join(WORK, 'job.sh'))
+    final = wait_for('the local run in tqlocal.q', lambda: [r for r in local_records(job) if r['qname'] == 'tqlocal.q'],
+                     timeout=240, step=3)
+    assert final[0]['exit_status'].split()[0] == '5' and final[0]['failed'].split()[0] == '0'
+    assert [r['exit_status'].split()[0] for r in local_records(job) if r['qname'] == 'transfer.q'] == ['99']
+    assert partner_jobs_of(job) == []
+    with open(os.path.join(WORK, 'refused.e%s' % job)) as handle:
+        err = handle.read()
+    assert 'unknown resource "%s"' % LOCAL_ONLY in err and 'not eligible for transfer' in err
+
+
+def test_a_job_pending_on_the_partner_is_pulled_back_when_local_frees(clusters):
+    busy = [qsub(REMOTE, '-o', WORK, '-e', WORK, '-N', 'busy', '-v', 'SLEEP=120', os.path.join(WORK, 'job.sh'))
+            for dummy in range(3)]
+    try:
+        wait_for('the partner full', lambda: all((job_state(REMOTE, b) or ('',))[0] == 'r' for b in busy), timeout=60)
+        filler = fill_local(25)
+        wait_for('remote_pending=0', lambda: load_value('remote_pending') == 0, timeout=60)
+        job = qsub(LOCAL, '-o', WORK, '-e', WORK, '-N', 'pullback', '-l', 'remote=true', '-v', 'SLEEP=1', '-v', 'CODE=4',
+                   os.path.join(WORK, 'job.sh'))
+        remote = wait_for('the partner job', lambda: remote_job_of(job), timeout=90)
+        assert (job_state(REMOTE, remote) or ('',))[0] == 'qw'
+        final = wait_for('the local run after the pull-back',
+                         lambda: [r for r in local_records(job) if r['qname'] == 'tqlocal.q'], timeout=240, step=3)
+        assert final[0]['exit_status'].split()[0] == '4'
+        assert job_state(REMOTE, remote) is None                  # deleted while still pending, never ran
+        assert not [r for r in (acct(REMOTE, remote) or {}).get('hostname', '').split() if r]
+        assert acct(LOCAL, filler)['exit_status'].split()[0] == '0'
+    finally:
+        run(['qdel'] + busy, REMOTE, check=False)

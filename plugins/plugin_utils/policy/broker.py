@@ -20,7 +20,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ansible_collections.gridengine.balancer.plugins.plugin_utils.policy import placement
+try:
+    from ansible_collections.gridengine.balancer.plugins.plugin_utils.policy import placement
+except ImportError:  # installed beside transfer.py by the role transfer_queue (the load sensor routes)
+    import placement  # type: ignore[no-redef]  # pylint: disable=import-error
 
 
 class BrokerError(ValueError):
@@ -48,13 +51,15 @@ def partner_load(sge):
             "mem_free": mem_free, "mem_max": mem_max}
 
 
-def route(partners, idle_pending=None, offset=0, config=None):
+def route(partners, idle_pending=None, offset=0, config=None, count=1):
     """Distribution over the partners that may take work, and the partner of the next job.
 
     ``partners`` maps a partner name to :func:`partner_load`'s dict. ``idle_pending``: a partner
     with more jobs waiting is busy (default: 10 % of its slots, the howto's example). Returns
-    ``{"choice": name or None, "distribution": {name: share}, "excluded": {name: reason},
-    "reason": str}``.
+    ``{"choice": name or None, "sequence": [name, ...], "distribution": {name: share},
+    "excluded": {name: reason}, "reason": str}``; ``sequence`` holds the partners of the next
+    ``count`` jobs (the transfer queue's load sensor publishes a cycle of them, and a starter takes
+    the entry of its job number, so consecutive jobs follow the dispatcher).
     """
     if not isinstance(partners, Mapping) or not partners:
         raise BrokerError("partners: a mapping of partner name to load is required")
@@ -76,12 +81,13 @@ def route(partners, idle_pending=None, offset=0, config=None):
         nodes[name] = {"mem_free": max(mem_free, 0.0), "mem_max": mem_max,
                        "cpu_usage": min(1.0, float(load.get("slots_used", 0)) / total)}
     if not nodes:
-        return {"choice": None, "distribution": {}, "excluded": excluded,
+        return {"choice": None, "sequence": [], "distribution": {}, "excluded": excluded,
                 "reason": "no partner can take a job: %s" % "; ".join(
                     "%s %s" % kv for kv in sorted(excluded.items()))}
     dist = placement.distribution(nodes, config)
-    choice = placement.dispatch(dist, 1, offset=offset)[0]
-    return {"choice": choice, "distribution": dist["distribution"], "excluded": excluded,
+    sequence = placement.dispatch(dist, max(1, int(count)), offset=offset)
+    choice = sequence[0]
+    return {"choice": choice, "sequence": sequence, "distribution": dist["distribution"], "excluded": excluded,
             "reason": "%s gets the next job (share %.1f%%%s)" % (
                 choice, 100 * dist["distribution"][choice],
                 "; left out: " + "; ".join("%s %s" % kv for kv in sorted(excluded.items())) if excluded else "")}

@@ -95,13 +95,15 @@ def test_helpers():
 
 
 def test_qsub_argv_is_data_and_env_is_clean(tmp_path):
-    argv = t.build_qsub_argv(cfg(tmp_path), '/spool/vm/job_scripts/1995', ['$(touch /tmp/owned)', 'two words'],
+    c = cfg(tmp_path)
+    argv = t.build_qsub_argv(c, t.partners_of(c)[0], '/spool/vm/job_scripts/1995', ['$(touch /tmp/owned)', 'two words'],
                              'tq1995_0_ab', ENV, '/home/tester')
     assert argv[:3] == ['/usr/bin/qsub', '-terse', '-V']
     assert argv[argv.index('-N') + 1] == 'tq1995_0_ab_x$(touch${IFS}owned)'
     assert argv[-3:] == ['/spool/vm/job_scripts/1995', '$(touch /tmp/owned)', 'two words']
     assert '-b' not in argv and argv[argv.index('-wd') + 1] == '/w'
-    binary = t.build_qsub_argv(cfg(tmp_path), '/bin/sleep', ['1'], 'tq1_0_a', ENV, '/')
+    assert argv[argv.index('-w') + 1] == 'e' and '-l' not in argv
+    binary = t.build_qsub_argv(c, t.partners_of(c)[0], '/bin/sleep', ['1'], 'tq1_0_a', ENV, '/')
     assert binary[-4:] == ['-b', 'y', '/bin/sleep', '1']
     env = t.job_env_for_partner(ENV, cfg(tmp_path)['remote'])
     assert env['SGE_CELL'] == 'remote' and env['SGE_QMASTER_PORT'] == '6446'
@@ -156,3 +158,281 @@ def test_sensor_reports_unreachable_partner_as_busy(tmp_path):
     out = io.StringIO()
     assert t.run_sensor(cfg(tmp_path), io.StringIO('\nquit\n'), out, runner=runner) == 0
     assert out.getvalue() == 'begin\nvm:local_free:3\nvm:remote_pending:99999\nend\n'
+
+
+# ----------------------------------------------------------------- the howto's improvements --
+
+LOCAL_J = ('job_number:                 1995\nsubmission_time:            Mon Nov 23 18:42:24 2026\n'
+           'hard resource_list:         h_vmem=2G,remote=TRUE,arch=lx-amd64,licence=1\n')
+# qstat -u '*' -g d -xml of the partner cell (trimmed from the real partner, 2026-11-24)
+BULK = """<?xml version='1.0'?>
+<job_info><queue_info>
+<job_list state="running"><JB_job_number>12</JB_job_number><JB_name>tq1995_0_ab_x</JB_name><state>r</state></job_list>
+</queue_info><job_info>
+<job_list state="pending"><JB_job_number>13</JB_job_number><JB_name>tq1996_0_cd_y</JB_name><state>qw</state></job_list>
+<job_list state="pending"><JB_job_number>14</JB_job_number><JB_name>busy</JB_name><state>qw</state></job_list>
+</job_info></job_info>
+"""
+QHOST = """<?xml version='1.0'?>
+<qhost><host name='global'><hostvalue name='mem_total'>-</hostvalue></host>
+<host name='partner01'><hostvalue name='mem_total'>23.5G</hostvalue><hostvalue name='mem_used'>819.9M</hostvalue></host>
+</qhost>
+"""
+
+
+class Clock:
+    def __init__(self, now=1000.0):
+        self.now = now
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+
+
+def test_bulk_parsers():
+    pending, jobs = t.parse_jobs(BULK)
+    assert pending == 2 and jobs == {'12': 'r', '13': 'qw'}
+    assert t.cluster_slots(QSTAT_GC) == {'total': 4, 'used': 0, 'free': 4}
+    total, used = t.cluster_memory(QHOST)
+    assert total == 23.5 * 1024 ** 3 and round(used) == round(819.9 * 1024 ** 2)
+    assert t.parse_memory('-') is None and t.parse_memory('1.5K') == 1536
+    assert t.parse_local_job(LOCAL_J)['resources'][0] == ('h_vmem', '2G')
+    assert [t.job_phase(s) for s in ('qw', 'hqw', 'r', 'Rr', 't', 'Eqw', '')] == \
+        ['pending', 'pending', 'running', 'running', 'running', 'error', 'other']
+    assert t.classify_refusal('Unable to run job: unknown resource "foo"') is t.PartnerRefused
+    assert t.classify_refusal('error: commlib error: got select error (Connection refused)') is t.PartnerUnreachable
+
+
+def test_resource_mapping_renames_revalues_drops_and_never_passes_internal_complexes():
+    partner = {'name': 'p', 'resource_map': {'h_vmem': 'mem', 'arch': {'values': {'lx-amd64': 'linux-x64'}},
+                                             'licence': ''}}
+    requests = t.parse_local_job(LOCAL_J)['resources']
+    assert t.map_resources(requests, partner, {'remote'}) == [('mem', '2G'), ('arch', 'linux-x64')]
+    assert t.map_resources(requests, {'name': 'p', 'pass_resources': False}, {'remote'}) == []
+    with pytest.raises(t.TransferError):
+        t.map_resources([('a', 'x\nb')], {'name': 'p'})
+
+
+def test_resources_reach_the_partner_qsub(tmp_path):
+    runner = FakeRunner([
+        (['/usr/bin/qstat', '-j', '1995'], 0, LOCAL_J, ''),
+        (['/usr/bin/qsub'], 0, '12\n', ''),
+        (['/usr/bin/qstat', '-j', '12'], 1, '', 'Following jobs do not exist'),
+        (['/usr/bin/qacct', '-j', '12'], 0, QACCT, ''),
+    ])
+    c = dict(cfg(tmp_path), remote_complex='remote')
+    c['remote'] = dict(c['remote'], resource_map={'licence': None})
+    clock = Clock()
+    tr = t.Transfer(c, ENV, runner=runner, sleep=clock.sleep, clock=clock, nonce=lambda: 'ab')
+    assert tr.start('/spool/job_scripts/1995', [], '/w') == 3
+    qsub = [call[0] for call in runner.calls if call[0][0] == '/usr/bin/qsub'][0]
+    assert qsub[qsub.index('-l') + 1] == 'h_vmem=2G,arch=lx-amd64'
+
+
+def test_refused_job_goes_back_to_the_local_queues_not_killed(tmp_path):
+    runner = FakeRunner([
+        (['/usr/bin/qstat', '-j', '1995'], 0, LOCAL_J, ''),
+        (['/usr/bin/qsub'], 1, '', 'Unable to run job: unknown resource "licence"\nExiting.\n'),
+        (['/usr/bin/qconf', '-sql'], 0, 'all.q\nbig.q\ntransfer.q\n', ''),
+        (['/usr/bin/qalter'], 0, 'modified hard queue list of job 1995\n', ''),
+    ])
+    err = io.StringIO()
+    tr = t.Transfer(cfg(tmp_path), ENV, runner=runner, sleep=lambda s: None, nonce=lambda: 'ab', err=err)
+    assert tr.start('/spool/job_scripts/1995', [], '/w') == t.EXIT_RESCHEDULE
+    qalter = [call for call in runner.calls if call[0][0] == '/usr/bin/qalter'][0]
+    assert qalter[0][1:] == ['-q', 'all.q,big.q', '1995'] and qalter[1]['SGE_CELL'] == 'default'
+    assert 'unknown resource' in err.getvalue() and 'not eligible for transfer' in err.getvalue()
+    assert os.listdir(cfg(tmp_path)['jobs_dir']) == []
+
+
+def test_refused_job_that_asked_only_for_the_transfer_queue_is_kept_in_error_state(tmp_path):
+    runner = FakeRunner([
+        (['/usr/bin/qstat', '-j', '1995'], 0, LOCAL_J + 'hard_queue_list:            transfer.q\n', ''),
+        (['/usr/bin/qsub'], 1, '', 'Unable to run job: error: no suitable queues.\n'),
+    ])
+    tr = t.Transfer(cfg(tmp_path), ENV, runner=runner, sleep=lambda s: None, nonce=lambda: 'ab', err=io.StringIO())
+    assert tr.start('/spool/job_scripts/1995', [], '/w') == t.EXIT_ERROR_STATE
+    assert not [call for call in runner.calls if call[0][0] == '/usr/bin/qalter']
+
+
+def test_unreachable_partner_requeues_without_marking(tmp_path):
+    runner = FakeRunner([
+        (['/usr/bin/qstat', '-j', '1995'], 0, LOCAL_J, ''),
+        (['/usr/bin/qsub'], 1, '', 'error: commlib error: got select error (Connection refused)\n'),
+    ])
+    tr = t.Transfer(cfg(tmp_path), ENV, runner=runner, sleep=lambda s: None, nonce=lambda: 'ab', err=io.StringIO())
+    assert tr.start('/spool/job_scripts/1995', [], '/w') == t.EXIT_RESCHEDULE
+    assert not [call for call in runner.calls if call[0][0] in ('/usr/bin/qalter', '/usr/bin/qconf')]
+
+
+def _status(c, now, jobs, local_free=0, reachable=True):
+    t.write_json_atomic(t.status_path(c), {'time': now, 'local_free': local_free, 'route': {},
+                                           'partners': {'remote': {'reachable': reachable, 'pending': 0, 'jobs': jobs}}})
+
+
+def test_starter_waits_on_the_sensors_bulk_status_not_on_the_partner(tmp_path):
+    c = cfg(tmp_path)
+    clock = Clock()
+
+    def sleep(seconds):
+        clock.sleep(seconds)
+        # the sensor's view: the job runs for 30 s after submission, then is gone
+        _status(c, clock.now, {'12': 'r'} if clock.now < 1030 else {})
+
+    runner = FakeRunner([
+        (['/usr/bin/qstat', '-j', '1995'], 0, LOCAL_J, ''),
+        (['/usr/bin/qstat', '-j', 'tq'], 1, '', 'Following jobs do not exist'),
+        (['/usr/bin/qacct', '-j', 'tq'], 1, '', 'not found'),
+        (['/usr/bin/qsub'], 0, '12\n', ''),
+        (['/usr/bin/qacct', '-j', '12'], 0, QACCT, ''),
+    ])
+    tr = t.Transfer(c, ENV, runner=runner, sleep=sleep, clock=clock, nonce=lambda: 'ab')
+    _status(c, clock.now, {})
+    assert tr.start('/spool/job_scripts/1995', [], '/w') == 3
+    assert not [call for call in runner.calls if call[0][:3] == ['/usr/bin/qstat', '-j', '12']]
+
+
+def test_without_a_fresh_status_the_partner_is_asked_at_most_every_5_seconds(tmp_path):
+    c = dict(cfg(tmp_path), poll_interval=1)
+    clock = Clock()
+    asked = []
+    answers = [0] * 5 + [1]
+    runner = FakeRunner([
+        (['/usr/bin/qstat', '-j', '1995'], 0, LOCAL_J, ''),
+        (['/usr/bin/qsub'], 0, '12\n', ''),
+        (['/usr/bin/qstat', '-j', '12'], answers, 'job_number: 12\n', 'Following jobs do not exist'),
+        (['/usr/bin/qacct', '-j', '12'], 0, QACCT, ''),
+    ])
+    orig = runner.run
+
+    def run(argv, env):
+        if argv[:3] == ['/usr/bin/qstat', '-j', '12']:
+            asked.append(clock.now)
+        return orig(argv, env)
+
+    runner.run = run
+    tr = t.Transfer(c, ENV, runner=runner, sleep=clock.sleep, clock=clock, nonce=lambda: 'ab')
+    assert tr.start('/spool/job_scripts/1995', [], '/w') == 3
+    assert len(asked) == 6 and min(b - a for a, b in zip(asked, asked[1:])) >= t.MIN_PARTNER_POLL
+
+
+def test_pending_partner_job_is_pulled_back_when_local_slots_free(tmp_path):
+    c = dict(cfg(tmp_path), pullback_after=30)
+    clock = Clock()
+
+    def sleep(seconds):
+        clock.sleep(seconds)
+        _status(c, clock.now, {'12': 'qw'}, local_free=1 if clock.now >= 1040 else 0)
+
+    runner = FakeRunner([
+        (['/usr/bin/qstat', '-j', '1995'], 0, LOCAL_J, ''),
+        (['/usr/bin/qsub'], 0, '12\n', ''),
+        (['/usr/bin/qhold'], 0, '', ''),
+        (['/usr/bin/qstat', '-u', '*', '-s', 'p'], 0, BULK.replace('<state>r</state>', '<state>hqw</state>')
+         .replace('state="running"', 'state="pending"'), ''),
+        (['/usr/bin/qdel'], 0, '', ''),
+        (['/usr/bin/qstat', '-j', '12'], 1, '', 'Following jobs do not exist'),
+    ])
+    err = io.StringIO()
+    tr = t.Transfer(c, ENV, runner=runner, sleep=sleep, clock=clock, nonce=lambda: 'ab', err=err)
+    _status(c, clock.now, {})
+    assert tr.start('/spool/job_scripts/1995', [], '/w') == t.EXIT_RESCHEDULE
+    names = [call[0][0].rsplit('/', 1)[1] for call in runner.calls]
+    assert names.index('qhold') < names.index('qdel') and 'pulled back' in err.getvalue()
+    assert 1040 <= clock.now <= 1045      # pending longer than pullback_after: pulled back as local slots free
+    assert os.listdir(c['jobs_dir']) == []
+
+
+def test_pull_back_keeps_a_job_that_started_meanwhile(tmp_path):
+    c = dict(cfg(tmp_path), pullback_after=1)
+    rec = {'token': 'tq1995_0_ab', 'remote_id': '12', 'submitted_at': 0, 'partner': 'remote'}
+    runner = FakeRunner([
+        (['/usr/bin/qhold'], 0, '', ''),
+        (['/usr/bin/qstat', '-u', '*', '-s', 'p'], 0, '<job_info/>', ''),
+        (['/usr/bin/qrls'], 0, '', ''),
+    ])
+    tr = t.Transfer(c, ENV, runner=runner, sleep=lambda s: None)
+    assert tr.pull_back(t.partners_of(c)[0], '12', rec) is None
+    assert [call[0][0] for call in runner.calls][-1] == '/usr/bin/qrls' and not rec.get('pulled_back')
+
+
+def test_a_crash_during_pull_back_still_requeues_and_never_returns_the_deleted_jobs_status(tmp_path):
+    c = cfg(tmp_path)
+    t.write_json_atomic(os.path.join(c['jobs_dir'], '1995.0.json'),
+                        {'token': 'tq1995_0_ab', 'remote_id': '12', 'pulled_back': True, 'local_submit': ''})
+    runner = FakeRunner([(['/usr/bin/qstat', '-j', '1995'], 1, '', ''), (['/usr/bin/qdel'], 0, '', ''),
+                         (['/usr/bin/qstat', '-j', '12'], 1, '', 'Following jobs do not exist')])
+    tr = t.Transfer(c, ENV, runner=runner, sleep=lambda s: None, err=io.StringIO())
+    assert tr.start('/spool/job_scripts/1995', [], '/w') == t.EXIT_RESCHEDULE
+    assert not [call for call in runner.calls if call[0][0] in ('/usr/bin/qsub', '/usr/bin/qacct')]
+
+
+def test_lookup_after_a_crash_waits_out_a_qsub_in_flight(tmp_path):
+    c = cfg(tmp_path)
+    clock = Clock()
+    t.write_json_atomic(os.path.join(c['jobs_dir'], '1995.0.json'),
+                        {'token': 'tq1995_0_ab', 'local_submit': '', 'submit_started': clock.now - 3})
+    seen = []
+    runner = FakeRunner([
+        (['/usr/bin/qstat', '-j', '1995'], 1, '', ''),
+        (['/usr/bin/qstat', '-j', 'tq1995_0_ab*'], 0, 'job_number: 12\n', ''),
+        (['/usr/bin/qstat', '-j', '12'], 1, '', 'Following jobs do not exist'),
+        (['/usr/bin/qacct', '-j', '12'], 0, QACCT, ''),
+    ])
+    orig = runner.run
+
+    def run(argv, env):
+        if argv[-1] == 'tq1995_0_ab*':
+            seen.append(clock.now)
+        return orig(argv, env)
+
+    runner.run = run
+    tr = t.Transfer(c, ENV, runner=runner, sleep=clock.sleep, clock=clock)
+    assert tr.start('/spool/job_scripts/1995', [], '/w') == 3
+    assert seen[0] >= 1000 - 3 + 10 and not [call for call in runner.calls if call[0][0] == '/usr/bin/qsub']
+
+
+def test_sensor_bulk_polls_each_partner_at_most_every_5_seconds_and_routes(tmp_path):
+    c = cfg(tmp_path)
+    c['partners'] = [dict(c['remote'], name='east'), dict(c['remote'], name='west', cell='west')]
+    c['pending_threshold'] = 2
+    del c['remote']
+    clock = Clock()
+    answers = []
+
+    class Runner:
+        def run(self, argv, env):
+            answers.append((env['SGE_CELL'], argv[1:]))
+            if argv[1:] == ['-u', '*', '-g', 'd', '-xml']:
+                return 0, BULK if env['SGE_CELL'] == 'west' else '<job_info/>', ''
+            if argv[0].endswith('qhost'):
+                return 0, QHOST, ''
+            return 0, QSTAT_GC, ''
+
+    lines = io.StringIO('\n' * 12 + 'quit\n')
+    out = io.StringIO()
+
+    class Input:
+        def readline(self):
+            clock.sleep(1)
+            return lines.readline()
+
+    assert t.run_sensor(c, Input(), out, runner=Runner(), clock=clock) == 0
+    bulk = [a for a in answers if a[1][:2] == ['-u', '*']]
+    assert len(bulk) == 2 * 3                      # 12 reports in 12 s: polls at 0, 5 and 10 s
+    assert out.getvalue().count('begin') == 12
+    assert 'vm:remote_pending:0\n' in out.getvalue()   # the fewest pending of the partners
+    status = json.load(open(t.status_path(c)))
+    assert status['partners']['west']['jobs'] == {'12': 'r', '13': 'qw'}
+    assert status['route']['excluded'] == {'west': 'busy: 2 jobs waiting > 1'}
+    assert set(status['route']['sequence']) == {'east'}
+
+
+def test_starter_takes_its_entry_of_the_routing_cycle(tmp_path):
+    c = cfg(tmp_path)
+    c['partners'] = [dict(c['remote'], name='east'), dict(c['remote'], name='west', cell='west')]
+    t.write_json_atomic(t.status_path(c), {'time': 1000, 'partners': {}, 'route': {'sequence': ['east', 'west', 'west']}})
+    chosen = [t.Transfer(c, dict(ENV, JOB_ID=str(j)), clock=lambda: 1000).choose_partner()['name'] for j in range(6)]
+    assert chosen == ['east', 'west', 'west'] * 2

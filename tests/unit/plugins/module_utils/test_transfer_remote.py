@@ -58,7 +58,7 @@ def test_a_running_job_is_found_by_its_record_and_qstat_runs_on_the_partner(cfg,
 
 def test_a_finished_job_is_found_in_the_partner_accounting_by_its_exact_prefix(cfg):
     runner = FakeRunner({('qacct', '-j', 'tq77_*'): (0, QACCT, ''), ('qacct', '-j', '12'): (0, QACCT, '')})
-    assert trr.find_remote(cfg, runner, '77') == [('12', 'qacct')]          # not job 13 (tq770_)
+    assert [r[:2] for r in trr.find_remote(cfg, runner, '77')] == [('12', 'qacct')]          # not job 13 (tq770_)
 
 
 def test_qalter_arguments_are_data(cfg, tmp_path):
