@@ -219,9 +219,9 @@ def local_records(job_id):
     proc = run(['qacct', '-j', str(job_id)], LOCAL, check=False)
     recs = []
     for block in re.split(r'(?m)^=+\s*$', proc.stdout if proc.returncode == 0 else ''):
-        rec = dict(line.split(None, 1) for line in block.splitlines() if len(line.split(None, 1)) == 2)
+        rec = {k: v.strip() for k, v in (line.split(None, 1) for line in block.splitlines() if len(line.split(None, 1)) == 2)}
         if rec.get('jobnumber') == str(job_id):
-            recs.append({k: v.strip() for k, v in rec.items()})
+            recs.append(rec)
     return recs
 
 
