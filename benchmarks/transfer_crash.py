@@ -111,7 +111,7 @@ def partner_records(args):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or '').split('\n\n', maxsplit=1)[0])
     parser.add_argument('--transfers', type=int, default=200)
     parser.add_argument('--parallel', type=int, default=8)
     parser.add_argument('--kill-prob', type=float, default=0.7, help='chance that a starter run is killed')

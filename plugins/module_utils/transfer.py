@@ -118,7 +118,7 @@ def record_name(job_id, task_id):
 
 def partners_of(cfg):
     """The partner clusters of a transfer queue: ``cfg['partners']`` (a list), else the single
-    ``cfg['remote']``; each a dict with ``name``, ``root``, ``cell`` and optional ports,
+    ``cfg['remote']``; each a dict with ``root``, ``cell``, ``name`` (default: the cell) and optional ports,
     ``qsub_args``, ``project``, ``resource_map``, ``pass_resources``."""
     parts = cfg.get('partners')
     if not parts and isinstance(cfg.get('remote'), dict):
@@ -126,6 +126,7 @@ def partners_of(cfg):
     if not isinstance(parts, list) or not parts:
         raise TransferError('the configuration names no partner cluster (partners or remote)')
     seen = set()
+    parts = [dict(part, name=part.get('name') or part.get('cell')) if isinstance(part, dict) else part for part in parts]
     for part in parts:
         if not isinstance(part, dict) or not all(part.get(k) for k in ('name', 'root', 'cell')):
             raise TransferError('a partner needs name, root and cell: %r' % (part,))

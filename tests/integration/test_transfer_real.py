@@ -166,7 +166,7 @@ def test_overflow_exit_status_and_hostile_names(clusters):
     fill_local(60)
     wait_for('remote_pending=0', lambda: load_value('remote_pending') == 0, timeout=60)
     name = 'x$(touch${IFS}owned)'
-    job = qsub(LOCAL, '-o', WORK, '-e', WORK, '-N', name, '-l', 'remote=true', '-v', 'SLEEP=2', '-v', 'CODE=3',
+    job = qsub(LOCAL, '-o', WORK, '-e', WORK, '-N', name, '-l', 'remote=true,h_rt=600', '-v', 'SLEEP=2', '-v', 'CODE=3',
                os.path.join(WORK, 'job.sh'), '$(touch /tmp/owned)', 'two words')
     rec = wait_for('the local accounting record', lambda: acct(LOCAL, job), timeout=180, step=2)
     assert rec['qname'] == 'transfer.q'
@@ -180,6 +180,9 @@ def test_overflow_exit_status_and_hostile_names(clusters):
     assert proc.returncode == 0, proc.stderr
     assert '# local job %s -> cell remote job ' % job in proc.stdout and 'found by qacct' in proc.stdout
     assert re.search(r'(?m)^exit_status\s+3\s*$', proc.stdout), proc.stdout
+    # the request h_rt=600 reached the partner renamed by transfer_queue_resource_map; remote=true did not
+    category = re.search(r'(?m)^category\s+(.*)$', proc.stdout).group(1)
+    assert 's_rt=600' in category and 'h_rt' not in category and 'remote' not in category, category
 
 
 def test_stays_local_when_partner_busy(clusters):
@@ -231,19 +234,6 @@ def partner_jobs_of(local_id):
     names = re.findall(r'<JB_job_number>([0-9]+)</JB_job_number>\s*<JAT_prio>[^<]*</JAT_prio>\s*<JB_name>tq%s_' % local_id, out)
     acct_out = run(['qacct', '-j', 'tq%s_*' % local_id], REMOTE, check=False).stdout
     return sorted(set(names + re.findall(r'(?m)^jobnumber\s+([0-9]+)', acct_out)))
-
-
-def test_resource_requests_are_mapped_for_the_partner(clusters):
-    fill_local(40)
-    wait_for('remote_pending=0', lambda: load_value('remote_pending') == 0, timeout=60)
-    job = qsub(LOCAL, '-o', WORK, '-e', WORK, '-N', 'mapped', '-l', 'remote=true,h_rt=600', '-v', 'SLEEP=20',
-               os.path.join(WORK, 'job.sh'))
-    remote = wait_for('the partner job', lambda: remote_job_of(job), timeout=90)
-    detail = run(['qstat', '-j', remote], REMOTE).stdout
-    hard = re.search(r'(?m)^hard resource_list:\s+(\S+)', detail).group(1)
-    assert hard == 's_rt=600', detail          # h_rt renamed by the map, remote=true never passed on
-    rec = wait_for('the local accounting record', lambda: acct(LOCAL, job), timeout=180, step=2)
-    assert rec['qname'] == 'transfer.q' and rec['exit_status'].split()[0] == '0'
 
 
 def test_a_job_the_partner_refuses_comes_back_and_runs_locally(clusters):
