@@ -13,12 +13,15 @@ class ModuleDocFragment(object):
 options:
   sge_root:
     description:
-      - Grid Engine installation directory (E(SGE_ROOT)).
+      - Grid Engine installation directory (E(SGE_ROOT)). Must be an absolute path without control
+        characters; otherwise the module fails, naming O(sge_root), before anything runs.
     type: path
     default: /var/lib/gridengine
   sge_cell:
     description:
-      - Grid Engine cell (E(SGE_CELL)).
+      - Grid Engine cell (E(SGE_CELL)), one directory under O(sge_root) whose name has letters,
+        digits, V(_), V(.) and V(-) only and does not start with V(.) or V(-) (so not V(..));
+        otherwise the module fails, naming O(sge_cell), before anything runs.
     type: str
     default: default
   sge_qmaster_port:

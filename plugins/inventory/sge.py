@@ -61,7 +61,8 @@ options:
       - name: SGE_ROOT
   sge_cell:
     description:
-      - Grid Engine cell (E(SGE_CELL)).
+      - Grid Engine cell (E(SGE_CELL)), one directory name under O(sge_root) (letters, digits,
+        V(_), V(.), V(-), not starting with V(.) or V(-)).
     type: str
     default: default
     env:
@@ -184,6 +185,7 @@ from ansible.inventory.group import to_safe_group_name
 from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
 
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import (
+    location_error,
     read_settings,
     sge_arch,
     sge_environment,
@@ -241,6 +243,9 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             raise AnsibleParserError(
                 "%s: cluster %r is not usable as a group name (letters, digits and '_', not "
                 "starting with a digit, not 'all' or 'ungrouped')" % (self.NAME, cluster))
+        msg = location_error(self.get_option("sge_root"), self.get_option("sge_cell"))
+        if msg:
+            raise AnsibleParserError("%s: %s" % (self.NAME, msg))
         host = self.get_option("qmaster_host")
         if host is not None and not (inv.valid_host(host) or _IP_RE.match(host)):
             raise AnsibleParserError("%s: qmaster_host %r is not a host name or IP address"

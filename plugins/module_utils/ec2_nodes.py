@@ -36,9 +36,10 @@ GONE_STATES = ('shutting-down', 'terminated')
 
 MARKETS = ('on-demand', 'spot')
 
-NAME_RE = re.compile(r'^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$')
-CLUSTER_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9_.-]*$')
-PRICE_RE = re.compile(r'^[0-9]+(\.[0-9]+)?$')
+# \Z, not $: "$" also matches before a trailing newline ("node003\n" would pass)
+NAME_RE = re.compile(r'\A[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\Z')
+CLUSTER_RE = re.compile(r'\A[A-Za-z0-9][A-Za-z0-9_.-]{0,254}\Z')
+PRICE_RE = re.compile(r'\A[0-9]+(\.[0-9]+)?\Z')
 
 # --------------------------------------------------------------------------------------------
 # error classification
@@ -149,8 +150,9 @@ def summary_message(node, failures, cleaned_up):
 def check_names(cluster, name=None):
     """Raise ValueError naming the input when the cluster or node name cannot be a tag value we trust."""
     if not isinstance(cluster, str) or not CLUSTER_RE.match(cluster):
-        raise ValueError("cluster: %r is not a valid cluster name (letters, digits, '_', '.', '-')" % (cluster,))
-    if name is not None and (not isinstance(name, str) or not NAME_RE.match(name)):
+        raise ValueError("cluster: %r is not a valid cluster name (1-255 letters, digits, '_', '.', '-', "
+                         "starting with a letter or digit)" % (cluster,))
+    if name is not None and (not isinstance(name, str) or len(name) > 253 or not NAME_RE.match(name)):
         raise ValueError('name: %r is not a host name (RFC 1123)' % (name,))
 
 

@@ -38,8 +38,9 @@ except ImportError:  # pragma: no cover - Python 2 only
     HAS_IPADDRESS = False
 
 
-NAME_RE = re.compile(r'^[a-z][a-z0-9-]{0,62}$')
-CLUSTER_RE = re.compile(r'^[A-Za-z_][A-Za-z0-9_]{0,62}$')
+# \Z, not $: "$" also matches before a trailing newline ("node003\n" would pass)
+NAME_RE = re.compile(r'\A[a-z][a-z0-9-]{0,62}\Z')
+CLUSTER_RE = re.compile(r'\A[A-Za-z_][A-Za-z0-9_]{0,62}\Z')
 IFNAMSIZ = 15          # longest Linux interface name (16 bytes with the NUL)
 RECORD = 'node.json'
 INIT_NAME = 'node-init'
@@ -150,6 +151,15 @@ def veth_name(name):
 
 def node_dir(state_dir, name):
     return os.path.join(state_dir, name)
+
+
+def is_node_dir(path):
+    """True when ``path`` is a directory this provider made for a node (it holds the record or
+    the node's PID 1 script, or nothing at all), so that removing it removes nothing else."""
+    if os.path.islink(path) or not os.path.isdir(path):
+        return False
+    entries = os.listdir(path)
+    return not entries or RECORD in entries or INIT_NAME in entries
 
 
 def write_file_atomic(path, data, mode=0o644):

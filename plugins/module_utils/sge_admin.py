@@ -32,6 +32,7 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import
     SgeCommandError,
     describe,
     find_command,
+    location_error,
     read_settings,
     sge_arch,
     sge_environment,
@@ -456,6 +457,9 @@ class SgeAdmin(object):
         self.module = module
         self.root = sge_root or DEFAULT_SGE_ROOT
         self.cell = sge_cell or DEFAULT_SGE_CELL
+        msg = location_error(self.root, self.cell)
+        if msg:
+            raise SgeAdminError(msg)
         if qmaster_port is not None and not 0 < qmaster_port < 65536:
             raise SgeAdminError("sge_qmaster_port must be between 1 and 65535, got %s"
                                 % qmaster_port)

@@ -45,8 +45,28 @@ _LINUX_ARCH = {
 }
 
 
+# a cell is a directory under SGE_ROOT: one path component, never "." or ".."
+CELL_RE = re.compile(r"\A[A-Za-z0-9_][A-Za-z0-9_.-]{0,254}\Z")
+
+
 class SgeCommandError(Exception):
     """A Grid Engine command could not be found or failed; the message says which and why."""
+
+
+def location_error(sge_root, sge_cell):
+    """Message naming ``sge_root`` or ``sge_cell`` when it cannot be used safely, else None.
+
+    ``sge_root`` must be an absolute path without control characters; ``sge_cell`` one directory
+    name (letters, digits, ``_ . -``, not starting with ``.`` or ``-``), so that
+    ``$SGE_ROOT/$SGE_CELL/common/...`` stays under ``sge_root``.
+    """
+    if sge_root is not None and (not isinstance(sge_root, str) or not os.path.isabs(sge_root)
+                                 or any(ord(c) < 32 or ord(c) == 127 for c in sge_root)):
+        return "sge_root: %r must be an absolute path without control characters" % (sge_root,)
+    if sge_cell is not None and (not isinstance(sge_cell, str) or not CELL_RE.match(sge_cell)):
+        return ("sge_cell: %r is not a cell name (one directory name under sge_root: letters, digits, "
+                "'_', '.', '-', not starting with '.' or '-')" % (sge_cell,))
+    return None
 
 
 def read_settings(sge_root, sge_cell):

@@ -46,6 +46,11 @@ def job_name_error(name):
     if bad:
         return ("name: %r contains %s, which Grid Engine refuses in job names (forbidden: newline, tab, "
                 "carriage return, / : @ \\ * ?)" % (name, ", ".join(_char_name(c) for c in bad)))
+    if any(ord(c) < 32 or ord(c) == 127 for c in name):
+        # NUL cannot even be passed in an argv element; the others would corrupt qstat's output
+        return "name: %r contains a control character (NUL, escape, ...)" % (name,)
+    if name.startswith("-"):
+        return "name: %r starts with '-', which would look like a qsub option" % (name,)
     if name[0].isdigit():
         return "name: %r starts with a digit, which Grid Engine refuses in job names" % (name,)
     if name.upper() in JOB_NAME_KEYWORDS:

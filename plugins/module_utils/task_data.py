@@ -26,7 +26,8 @@ import stat
 import tarfile
 import tempfile
 
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+# \Z, not $: "$" also matches before a trailing newline
+NAME_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_-]{0,63}\Z")
 PARTIAL = ".partial."
 REMOVING = ".removing."
 OUTGOING = ".outgoing"
@@ -47,9 +48,15 @@ def check_name(kind, value):
 
 
 def check_root(root):
-    if not root or not os.path.isabs(root):
+    if not root or not isinstance(root, str) or not os.path.isabs(root):
         raise TaskDataError("data_root %r must be an absolute path" % (root,))
-    return os.path.normpath(root)
+    if any(ord(c) < 32 or ord(c) == 127 for c in root):
+        raise TaskDataError("data_root %r contains a newline or another control character" % (root,))
+    root = os.path.normpath(root)
+    if root in ("/", "//"):
+        # every top-level directory (etc, usr, ...) would be a "job" of it
+        raise TaskDataError("data_root %r is the file system root; give the task data's own directory" % (root,))
+    return root
 
 
 def copy_dir(root, job, task):

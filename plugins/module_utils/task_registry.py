@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 import time
 
 from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_lock import LockError, guard
@@ -32,12 +33,22 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.task_data impo
 FILE_NAME = "tasks.json"
 VERSION = 1
 
+# Live copies, sources and targets are hosts the playbooks delegate to: RFC 1123 host names, as
+# sge_admin.HOSTNAME_RE (not imported: it would bring the XML parsers into this module).
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+HOST_RE = re.compile(r"\A%s(?:\.%s)*\Z" % (_LABEL, _LABEL))
+# balancer_state's own check, with \Z ("$" also matches before a trailing newline)
+_CLUSTER_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.-]{0,254}\Z")
+
 
 class RegistryError(Exception):
     pass
 
 
 def default_path(cluster):
+    if not isinstance(cluster, str) or not _CLUSTER_RE.match(cluster):
+        raise ValueError("cluster: %r is not a valid cluster name (letters, digits, '_', '.', '-'; "
+                         "starting with a letter or digit)" % (cluster,))
     return os.path.join(DEFAULT_ROOT, check_cluster_name(cluster), FILE_NAME)
 
 
@@ -50,8 +61,9 @@ def _name(kind, value):
 
 def _host(value, what):
     value = str(value or "")
-    if not value or len(value) > 255 or any(c.isspace() or ord(c) < 32 for c in value) or value.startswith("-"):
-        raise RegistryError("%s %r is not a host name" % (what, value))
+    if len(value) > 253 or not HOST_RE.match(value):
+        raise RegistryError("%s %r is not a host name (RFC 1123: letters, digits and inner hyphens, "
+                            "dot-separated)" % (what, value))
     return value
 
 
@@ -76,9 +88,14 @@ def check(content, path="registry"):
             _name("task", task)
             if not isinstance(tspec, dict):
                 raise RegistryError("%s: task %s/%s must be an object" % (path, job, task))
+            if tspec.get("live") is not None:
+                _host(tspec["live"], "%s: live host of task %s/%s" % (path, job, task))
     for key, move in moves.items():
         if not isinstance(move, dict) or "%s/%s" % (move.get("job"), move.get("task")) != key:
             raise RegistryError("%s: move %s is not a move of that task" % (path, key))
+        for end in ("source", "target"):
+            if move.get(end) is not None:
+                _host(move[end], "%s: %s of move %s" % (path, end, key))
     return {"version": VERSION, "jobs": jobs, "moves": moves}
 
 
@@ -106,7 +123,7 @@ def define_job(reg, job, replicas=None, max_per_host=None, no_autobalance=None, 
     if no_autobalance is not None:
         spec["no_autobalance"] = bool(no_autobalance)
     for task, host in (tasks or {}).items():
-        spec["tasks"][_name("task", task)] = {"live": _host(host, "live host of %s/%s" % (job, task))}
+        spec["tasks"][_name("task", task)] = {"live": _host(host, "tasks.%s (live host of %s/%s)" % (task, job, task))}
     return reg
 
 
@@ -120,6 +137,7 @@ def remove_job(reg, job):
 def switch(reg, job, task, host, expect=None):
     """Point the live copy of job/task at ``host`` (only if it is at ``expect``, when given)."""
     job, task = _name("job", job), _name("task", task)
+    host = _host(host, "switch.host (live host)")
     spec = reg["jobs"].get(job)
     if spec is None or task not in spec.get("tasks", {}):
         raise RegistryError("no task %s/%s in the registry" % (job, task))
@@ -127,14 +145,14 @@ def switch(reg, job, task, host, expect=None):
     if expect is not None and current not in (expect, host):
         raise RegistryError("live copy of %s/%s is on %s, not on %s: the task moved since the plan" % (
             job, task, current, expect))
-    spec["tasks"][task]["live"] = _host(host, "live host")
+    spec["tasks"][task]["live"] = host
     return reg
 
 
 def begin_move(reg, job, task, source, target, role, now=None):
     job, task = _name("job", job), _name("task", task)
     key = "%s/%s" % (job, task)
-    move = {"job": job, "task": task, "source": _host(source, "source"), "target": _host(target, "target"),
+    move = {"job": job, "task": task, "source": _host(source, "move.source"), "target": _host(target, "move.target"),
             "role": role if role in ("live", "replica", "copy") else "copy"}
     held = reg["moves"].get(key)
     if held and (held.get("source"), held.get("target")) != (move["source"], move["target"]):

@@ -45,11 +45,17 @@ attributes:
     platforms: posix
 options:
   cluster:
-    description: The cluster the node belongs to (the tag C(gridengine-balancer:cluster)).
+    description:
+      - The cluster the node belongs to (the tag C(gridengine-balancer:cluster)).
+      - 1-255 letters, digits, V(_), V(.) or V(-), starting with a letter or digit; anything else
+        fails the module, naming O(cluster), before any API call.
     type: str
     required: true
   name:
-    description: The node's name, its host name in Grid Engine (the tags C(gridengine-balancer:node) and C(Name)).
+    description:
+      - The node's name, its host name in Grid Engine (the tags C(gridengine-balancer:node) and C(Name)).
+      - An RFC 1123 host name (no trailing newline, no leading V(-)); anything else fails the module,
+        naming O(name), before any API call.
     type: str
     required: true
   state:

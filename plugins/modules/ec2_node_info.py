@@ -32,11 +32,15 @@ attributes:
     platforms: posix
 options:
   cluster:
-    description: The cluster (value of the tag C(gridengine-balancer:cluster)).
+    description:
+      - The cluster (value of the tag C(gridengine-balancer:cluster)); the same rules as
+        O(gridengine.balancer.ec2_node#module:cluster), checked before any API call.
     type: str
     required: true
   name:
-    description: Only this node (value of the tag C(gridengine-balancer:node)).
+    description:
+      - Only this node (value of the tag C(gridengine-balancer:node)); an RFC 1123 host name,
+        checked before any API call.
     type: str
   states:
     description:

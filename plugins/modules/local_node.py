@@ -47,7 +47,7 @@ options:
   name:
     description:
       - Node name; becomes the node's hostname and the name of its network namespace.
-      - Must match C(^[a-z][a-z0-9-]{0,62}$).
+      - Must match C(^[a-z][a-z0-9-]{0,62}$) (no trailing newline); nothing runs otherwise.
     type: str
     required: true
   address:
@@ -97,7 +97,10 @@ options:
       - Without it nobody can log in to the node over ssh.
     type: path
   state_dir:
-    description: Directory holding one sub-directory per node.
+    description:
+      - Directory holding one sub-directory per node. Must be an absolute path.
+      - A sub-directory I(name) that exists but holds neither a node record (C(node.json)) nor
+        C(node-init) is not a node's; the module then fails and neither writes into it nor removes it.
     type: path
     default: /var/lib/gridengine-balancer/local-nodes
   nfs_shim:
@@ -274,6 +277,7 @@ class LocalNode(object):
     # -- present ------------------------------------------------------------------------------
     def present(self):
         params = self.params
+        self.refuse_foreign_dir()
         if not params.get('address'):
             self.fail('address is required with state=present')
         iface, err = ln.parse_bridge_address(params['bridge_address'])
@@ -432,8 +436,17 @@ class LocalNode(object):
             pass
         self.fail('the PID 1 of %s did not start; console: %s' % (self.name, tail.strip()))
 
+    def refuse_foreign_dir(self):
+        """Fail when ``state_dir/name`` exists but is not a node directory of this provider: it is
+        never written into nor removed (state_dir=/var/lib with name=dpkg must not touch dpkg)."""
+        if os.path.lexists(self.dir) and not ln.is_node_dir(self.dir):
+            self.fail('%s exists but is not a node directory of the local provider (no %s or %s '
+                      'in it): nothing was changed; check state_dir and name'
+                      % (self.dir, ln.RECORD, ln.INIT_NAME))
+
     # -- absent -------------------------------------------------------------------------------
     def absent(self):
+        self.refuse_foreign_dir()
         record = ln.read_record(self.state_dir, self.name)
         if record and record.get('veth'):
             self.veth = record['veth']

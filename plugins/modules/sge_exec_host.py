@@ -67,6 +67,9 @@ options:
         of complex name to value, for example C(slots) to C(4) and C(h_vmem) to C(8G).
       - When given, the host's list is made exactly this (an empty dictionary gives C(NONE)).
         When not given, the current list is kept (and a new host gets C(NONE)).
+      - Names are complex names (letters, digits, V(_), V(.), V(-), starting with a letter or V(_));
+        values are single values without white space, commas, brackets or control characters.
+        Anything else fails the module, naming the entry, before anything runs.
     type: dict
   purge_references:
     description:
@@ -167,6 +170,7 @@ commands:
 """
 
 import os
+import re
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -188,6 +192,10 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin impo
 )
 
 
+# complex names as complex(5) and qsub -l take them (sge_submit.RESOURCE_NAME_RE)
+COMPLEX_NAME_RE = re.compile(r"\A[A-Za-z_][A-Za-z0-9_.-]*\Z")
+
+
 def _pairs_text(pairs):
     if not pairs:
         return "NONE"
@@ -199,11 +207,12 @@ def _wanted_complex_values(values):
         return None
     wanted = {}
     for key in sorted(values):
-        if not key or any(c in key for c in "=,[] \t\n"):
-            raise SgeAdminError("complex_values: %r is not a complex name" % key)
+        if not isinstance(key, str) or not COMPLEX_NAME_RE.match(key):
+            raise SgeAdminError("complex_values: %r is not a complex name (letters, digits, '_', '.', '-', "
+                                "starting with a letter or '_')" % (key,))
         text = to_sge_value("complex_values", values[key])
         msg = value_error("complex_values.%s" % key, text)
-        if msg or text == "NONE" or any(c in text for c in ",[] "):
+        if msg or text == "NONE" or any(c in text for c in ",[]") or any(c.isspace() for c in text):
             raise SgeAdminError(msg or "complex_values.%s: %r is not a single value" % (key, text))
         wanted[key] = text
     return wanted

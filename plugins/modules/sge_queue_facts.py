@@ -334,6 +334,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import (
     SgeCommandError,
     find_command,
+    location_error,
     qacct_argv,
     qhost_argv,
     qstat_argv,
@@ -391,6 +392,9 @@ def main():
         ),
         supports_check_mode=True,
     )
+    msg = location_error(module.params["sge_root"], module.params["sge_cell"])
+    if msg:
+        module.fail_json(msg=msg)
     port = module.params["sge_qmaster_port"]
     if port is not None and not 0 < port < 65536:
         module.fail_json(msg="sge_qmaster_port must be between 1 and 65535, got %s" % port)

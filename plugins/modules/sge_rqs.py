@@ -38,11 +38,11 @@ options:
     elements: dict
     suboptions:
       project:
-        description: Grid Engine project (a service class).
+        description: Grid Engine project (a service class); the same rules as O(name).
         type: str
         required: true
       host:
-        description: Execution host name as Grid Engine prints it.
+        description: Execution host name as Grid Engine prints it (an RFC 1123 host name).
         type: str
         required: true
       slots:
@@ -50,7 +50,8 @@ options:
         type: int
         required: true
   description:
-    description: Description stored with the set.
+    description:
+      - Description stored with the set. No line breaks, other control characters or double quotes.
     type: str
     default: fair share by gridengine.balancer
   enabled:
@@ -225,8 +226,9 @@ def main():
             if rule["slots"] < 0:
                 raise SgeAdminError("limits[%d].slots: must be >= 0, got %d"
                                     % (n, rule["slots"]))
-        if any(ch in (module.params["description"] or "") for ch in '\n\r"'):
-            raise SgeAdminError("description: no line breaks or double quotes")
+        description = module.params["description"] or ""
+        if '"' in description or any(ord(ch) < 32 or ord(ch) == 127 for ch in description):
+            raise SgeAdminError("description: no line breaks, other control characters or double quotes")
         admin = SgeAdmin(module, module.params["sge_root"], module.params["sge_cell"],
                          module.params["sge_qmaster_port"])
         result = run(module, admin)

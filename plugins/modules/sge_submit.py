@@ -47,6 +47,7 @@ options:
       - Job name (C(qsub -N)). Grid Engine refuses names with a newline, tab, carriage return,
         C(/), C(:), C(@), C(\\), C(*) or C(?), names starting with a digit, the keywords C(NONE),
         C(ALL) and C(TEMPLATE), and names longer than 512 characters; so does the module.
+      - The module also refuses other control characters (NUL, escape, ...) and a leading C(-).
       - Default is Grid Engine's (the script's file name).
     type: str
   queue:

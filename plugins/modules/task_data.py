@@ -37,14 +37,20 @@ attributes:
     platforms: posix
 options:
   data_root:
-    description: Absolute path of the node's task data root.
+    description:
+      - Absolute path of the node's task data root. C(/) and paths with control characters are
+        refused (the module fails naming O(data_root)); nothing outside it is read or written.
     type: path
     default: /var/lib/gridengine-balancer/tasks
   job:
-    description: Job name. Required unless O(state=clean).
+    description:
+      - Job name. Required unless O(state=clean).
+      - 1-64 letters, digits, V(_) or V(-), starting with a letter or digit. Anything else (a path,
+        V(..), a newline, a leading V(-)) fails the module naming the option; nothing is touched.
     type: str
   task:
-    description: Task name (a number is fine). Required unless O(state=clean).
+    description:
+      - Task name (a number is fine). Required unless O(state=clean). The same rules as O(job).
     type: str
   state:
     description: What to do; see the description.

@@ -32,7 +32,9 @@ attributes:
     platforms: posix
 options:
   data_root:
-    description: Absolute path of the node's task data root.
+    description:
+      - Absolute path of the node's task data root. C(/) and paths with control characters are
+        refused (the module fails naming O(data_root)); nothing outside it is read or written.
     type: path
     default: /var/lib/gridengine-balancer/tasks
   checksums:

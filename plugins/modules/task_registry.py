@@ -23,6 +23,11 @@ description:
     drops the record after its last one. The next run reads the C(moves) of RV(registry) and finishes or undoes them.
   - Writes are atomic (temporary file, fsync, rename; mode V(0600)) under an exclusive C(flock) on a
     guard file beside the registry. A registry that cannot be read fails the task and is never overwritten.
+  - Names are data and are checked before anything is written; the error names the option. Job and
+    task names are 1-64 letters, digits, V(_) or V(-), starting with a letter or digit (no path, no
+    V(..), no newline). Hosts (the values of O(tasks), O(switch.host), O(move.source),
+    O(move.target)) are RFC 1123 host names, because the playbooks delegate to them. A registry file
+    holding other names or hosts fails to read (fix or remove it).
 author:
   - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
@@ -36,7 +41,9 @@ attributes:
     platforms: posix
 options:
   cluster:
-    description: Cluster name; gives the default O(path). One of O(cluster) and O(path) is required.
+    description:
+      - Cluster name (letters, digits, V(_), V(.), V(-), starting with a letter or digit); gives the
+        default O(path). One of O(cluster) and O(path) is required.
     type: str
   path:
     description: Path of the registry on the target host.
