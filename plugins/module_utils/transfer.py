@@ -73,8 +73,8 @@ GE_JOB_VARS = frozenset((
     'NSLOTS', 'PE', 'PE_HOSTFILE', 'QUEUE', 'REQNAME', 'REQUEST', 'RESTARTED', 'TMP', 'TMPDIR',
 ))
 
-_SAFE_TOKEN = re.compile(r'^[A-Za-z0-9_]+$')
-_SAFE_NAME = re.compile(r'^[A-Za-z0-9_.-]+$')
+_SAFE_TOKEN = re.compile(r'^[A-Za-z0-9_]+\Z')
+_SAFE_NAME = re.compile(r'^[A-Za-z0-9_.-]+\Z')
 # qsub/qstat messages that mean "the partner's qmaster did not answer" (as opposed to a refusal)
 _UNREACHABLE = re.compile(r'commlib error|unable to contact qmaster|unable to send message to qmaster|'
                           r'got send error|connection refused|timed out|no such file', re.I)
@@ -111,7 +111,7 @@ def remote_job_name(token, job_name):
 def record_name(job_id, task_id):
     """File name of the record of one local job (task)."""
     task = task_id if task_id and task_id != 'undefined' else '0'
-    if not re.match(r'^[0-9]+$', str(job_id)) or not re.match(r'^[0-9]+$', task):
+    if not re.match(r'^[0-9]+\Z', str(job_id)) or not re.match(r'^[0-9]+\Z', task):
         raise TransferError('JOB_ID %r / SGE_TASK_ID %r are not job and task numbers' % (job_id, task_id))
     return '%s.%s.json' % (job_id, task)
 
@@ -236,7 +236,7 @@ def map_resources(requests, partner, internal=()):
         elif partner.get('pass_resources', True):
             out.append((name, value))
     for name, value in out:
-        if not re.match(r'^[A-Za-z0-9_.-]+$', name) or ',' in value or '\n' in value:
+        if not re.match(r'^[A-Za-z0-9_.-]+\Z', name) or ',' in value or '\n' in value:
             raise TransferError('resource request %s=%s cannot be passed to partner %s' % (name, value, partner['name']))
     return out
 
@@ -271,6 +271,8 @@ def build_qsub_argv(cfg, partner, command, args, token, environ, cwd, resources=
         argv += ['-l', ','.join('%s=%s' % kv if kv[1] != '' else kv[0] for kv in resources)]
     argv += list(cfg.get('qsub_args') or []) + list(partner.get('qsub_args') or [])
     if os.path.basename(os.path.dirname(command)) != 'job_scripts':
+        if command.startswith('-'):
+            raise TransferError('binary job command %r would be read as a qsub option' % command)
         argv += ['-b', 'y']
     argv += [command] + list(args)
     return argv

@@ -30,7 +30,7 @@ except ImportError:  # installed beside transfer.py by the role transfer_queue
     import transfer as tr  # type: ignore[no-redef]  # pylint: disable=import-error
 
 COMMANDS = ('qstat', 'qacct', 'qalter')
-_JOB = re.compile(r'^([0-9]+)(?:\.([0-9]+))?$')
+_JOB = re.compile(r'^([0-9]+)(?:\.([0-9]+))?\Z')
 
 
 def parse_job(text):
