@@ -164,14 +164,29 @@ def _describe_parse_error(data, command, err):
     return "%s: %s (line %s, column %s)" % (command, reason, line, column)
 
 
+def _feed(parser, data=None):
+    """``parser.feed(data)`` (``parser.close()`` when ``data`` is None), with an XML declaration
+    naming an encoding expat cannot read (unknown, or multi-byte such as UTF-16 declared on a
+    byte document) reported as a ParseError like any other syntax error."""
+    try:
+        if data is None:
+            parser.close()
+        else:
+            parser.feed(data)
+    except (LookupError, ValueError) as err:
+        error = ParseError("unsupported encoding in the XML declaration (%s)" % err)
+        error.position = (1, 0)
+        raise error
+
+
 def _raise_for_document(data, command):
     """Called when no root element was found: raise the most precise error we can."""
     if not data.strip():
         raise SgeParseError("%s: document is empty" % command)
     parser = XMLPullParser(events=("end",))
     try:
-        parser.feed(data)
-        parser.close()
+        _feed(parser, data)
+        _feed(parser)
     except ParseError as err:
         raise SgeParseError(_describe_parse_error(data, command, err))
     raise SgeParseError("%s: no document element" % command)
@@ -201,15 +216,14 @@ def _events(data):
     iterated; :func:`_run` catches it in both places.
     """
     parser = XMLPullParser(events=("end",))
-    feed = parser.feed
     read = parser.read_events
     size = len(data)
     off = 0
     while off < size:
-        feed(data[off:off + _CHUNK])
+        _feed(parser, data[off:off + _CHUNK])
         off += _CHUNK
         yield read()
-    parser.close()
+    _feed(parser)
     yield read()
 
 
@@ -287,7 +301,10 @@ def parse_time(text):
         if rest[0] != "." or not rest[1:].isdigit():
             raise ValueError("unreadable time %r" % text)
         frac = float("0" + rest)
-    return time.mktime((y, mo, d, hh, mm, ss, 0, 0, -1)) + frac
+    try:
+        return time.mktime((y, mo, d, hh, mm, ss, 0, 0, -1)) + frac
+    except (OverflowError, ValueError):
+        raise ValueError("time %r is out of range" % text)
 
 
 def task_count(spec):
@@ -356,7 +373,8 @@ def parse_memory(text):
         if mult is not None:
             return int(round(float(s[:-1]) * mult))
         return int(round(float(s)))
-    except ValueError:
+    except (ValueError, OverflowError):
+        # OverflowError: "inf", "1e400G" (not a size any host has)
         return None
 
 
@@ -383,7 +401,7 @@ def _int_or_none(text):
     except ValueError:
         try:
             return int(float(s))
-        except ValueError:
+        except (ValueError, OverflowError):
             return None
 
 
@@ -553,6 +571,8 @@ class _QstatReader(object):
                             pe = intern(pe, pe)
                             pe_range = child.text
                             try:
+                                if not (pe_range or "").strip():
+                                    raise ValueError("empty")
                                 slots = range_minimum(pe_range)
                             except ValueError:
                                 raise SgeParseError("%s: job %s has an unreadable PE range %r"
@@ -815,6 +835,8 @@ def _consume_qhost(batches):
                     raw[child.get("name")] = child.text
                 elif t == "queue":
                     qname = child.get("name")
+                    if not qname:
+                        raise SgeParseError("%s: host %s has a queue without name" % (QHOST, name))
                     qv = {}
                     for v in child:
                         if v.tag == "queuevalue":
@@ -1035,7 +1057,11 @@ def _qacct_record(fields):
         except ValueError:
             raise SgeParseError("%s: %s %r is not a number" % (QACCT, key, value))
     taskid = fields.get("taskid")
-    rec["taskid"] = int(taskid) if taskid and taskid.isdigit() else None
+    try:
+        # "undefined" for a job that is not an array job
+        rec["taskid"] = int(taskid) if taskid and taskid.isdigit() else None
+    except ValueError:
+        raise SgeParseError("%s: job %s has an unreadable taskid %r" % (QACCT, rec["jobnumber"], taskid))
     for key in _QACCT_TIME:
         try:
             rec[key] = parse_time(fields.get(key))
@@ -1159,19 +1185,31 @@ def parse_qstat_j(data, strict_schema=True):
                 parts.append("%s-%s:%s" % (mins[i], maxs[i], step))
             if parts:
                 tasks = ",".join(parts)
-                count = task_count(tasks)
+                try:
+                    count = task_count(tasks)
+                except ValueError:
+                    raise SgeParseError("%s: job %s has an unreadable task range %r" % (QSTAT_J, jid, tasks))
         ja_tasks = []
         jt = job.find("JB_ja_tasks")
         if jt is not None:
             current = None
             for e in jt.iter():
                 if e.tag == "JAT_task_number":
-                    current = {"task": int(e.text), "start_time": None, "queues": {}}
+                    try:
+                        number = int(e.text)
+                    except (TypeError, ValueError):
+                        raise SgeParseError("%s: job %s has an unreadable JAT_task_number %r"
+                                            % (QSTAT_J, jid, e.text))
+                    current = {"task": number, "start_time": None, "queues": {}}
                     ja_tasks.append(current)
                 elif current is None:
                     continue
                 elif e.tag == "JAT_start_time":
-                    current["start_time"] = parse_time(e.text)
+                    try:
+                        current["start_time"] = parse_time(e.text)
+                    except ValueError:
+                        raise SgeParseError("%s: job %s task %s has an unreadable JAT_start_time %r"
+                                            % (QSTAT_J, jid, current["task"], e.text))
                 elif e.tag == "JG_qname":
                     qn = e.text
                     current["queues"][qn] = 0

@@ -128,6 +128,24 @@ def full_spec(module_source, controller_api_source):
 
 # ---- schedules --------------------------------------------------------------------------------
 
+_MONTH_DAYS = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
+def _never_fires(parts):
+    """True when BYMONTHDAY and BYMONTH name no existing day (30 February): dateutil would search
+    day by day up to the year 9999 before it gives up."""
+    try:
+        days = [int(d) for d in parts.get("BYMONTHDAY", "").split(",") if d]
+        months = [int(m) for m in parts.get("BYMONTH", "").split(",") if m] or list(range(1, 13))
+    except ValueError:
+        return False        # dateutil reports it
+    if not days or any(not 1 <= m <= 12 for m in months):
+        return False
+    longest = max(_MONTH_DAYS[m - 1] for m in months)
+    days = [d for d in days if d]
+    return bool(days) and all(abs(d) > longest for d in days)
+
+
 def _rrule_problems(rrule):
     """AWX's documented limits (docs/schedules.md, "RRULE Limitations"), checked on the text."""
     problems = []
@@ -154,6 +172,14 @@ def _rrule_problems(rrule):
         label = word.split(":", 1)[0].upper()
         if "INTERVAL" not in parts:
             problems.append("%s needs INTERVAL" % label)
+        elif not re.match(r"\A[1-9][0-9]{0,5}\Z", parts["INTERVAL"]):
+            # dateutil loops forever on INTERVAL=0
+            problems.append("%s: INTERVAL must be a whole number from 1 to 999999" % label)
+        if "BYSETPOS" in parts:
+            # a position that never exists makes dateutil search the calendar to the year 9999
+            problems.append("%s: BYSETPOS is not supported by this check" % label)
+        if _never_fires(parts):
+            problems.append("%s: BYMONTHDAY names no day of the months in BYMONTH; it never fires" % label)
         if parts.get("FREQ") == "SECONDLY":
             problems.append("%s: FREQ=SECONDLY is not supported by AWX" % label)
         if "COUNT" in parts and "UNTIL" in parts:
@@ -184,21 +210,24 @@ def parse_rrule(rrule, after=None, count=10):
         from dateutil import rrule as du_rrule
     except ImportError as exc:  # pragma: no cover - dateutil comes with matplotlib
         raise ValueError("rrule: python-dateutil is needed to parse it (%s)" % exc)
+    start = None
     try:
         ruleset = du_rrule.rrulestr(rrule, forceset=True)
-    except (ValueError, TypeError) as exc:
+        for occurrence in ruleset:
+            start = occurrence
+            break
+        first = []
+        if start is not None:
+            if after is None:
+                after = start - datetime.timedelta(seconds=1)
+            elif after.tzinfo is None and start.tzinfo is not None:
+                after = after.replace(tzinfo=datetime.timezone.utc)
+            first = list(ruleset.xafter(after, count=count, inc=False))
+    except (ValueError, TypeError, OverflowError) as exc:
+        # OverflowError: a year or an INTERVAL beyond what datetime holds
         raise ValueError("rrule %r: dateutil cannot parse it: %s" % (rrule, exc))
-    start = None
-    for occurrence in ruleset:
-        start = occurrence
-        break
     if start is None:
         raise ValueError("rrule %r: never fires" % rrule)
-    if after is None:
-        after = start - datetime.timedelta(seconds=1)
-    elif after.tzinfo is None and start.tzinfo is not None:
-        after = after.replace(tzinfo=datetime.timezone.utc)
-    first = list(ruleset.xafter(after, count=count, inc=False))
     gaps = {(b - a).total_seconds() for a, b in zip(first, first[1:])}
     period = gaps.pop() if len(gaps) == 1 else None
     return {"dtstart": start, "first": first, "period": period}

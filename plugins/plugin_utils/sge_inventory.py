@@ -122,6 +122,7 @@ def _text(blob):
 def parse_hostgroup_names(text, warnings):
     """Names of ``qconf -shgrpl`` output; invalid lines are skipped with a warning."""
     names = []
+    seen = set()
     for line in _text(text).splitlines():
         name = line.strip()
         if not name:
@@ -131,7 +132,8 @@ def parse_hostgroup_names(text, warnings):
         if not valid_hostgroup(name):
             warnings.append("qconf -shgrpl: skipped %r (not a host group name)" % (name,))
             continue
-        if name not in names:
+        if name not in seen:
+            seen.add(name)
             names.append(name)
     return names
 
@@ -176,34 +178,50 @@ def resolve_hostgroups(groups, warnings):
     """``{group: [hosts]}`` with nested groups expanded (order of first appearance).
 
     A member group that is not defined, or a cycle, is reported in ``warnings`` and skipped.
+    Expanded depth first with an explicit stack: a chain of thousands of nested groups needs no
+    recursion (and cannot exhaust Python's recursion limit).
     """
     resolved = {}
 
-    def expand(name, path):
-        if name in resolved:
-            return resolved[name]
-        hosts = []
-        for member in groups.get(name, []):
-            if member.startswith("@"):
-                if member in path:
-                    warnings.append("host group %s: cycle through %s skipped"
-                                    % (name, " -> ".join(path + [member])))
-                    continue
-                if member not in groups:
-                    warnings.append("host group %s: member group %r is not defined; skipped"
-                                    % (name, member))
-                    continue
-                sub = expand(member, path + [member])
-            else:
-                sub = [member]
-            for host in sub:
-                if host not in hosts:
-                    hosts.append(host)
-        resolved[name] = hosts
-        return hosts
+    def add(target, hosts):
+        _name, _pos, out, seen = target
+        for host in hosts:
+            if host not in seen:
+                seen.add(host)
+                out.append(host)
 
     for group in groups:
-        expand(group, [group])
+        if group in resolved:
+            continue
+        stack = [[group, 0, [], set()]]     # name, next member, hosts, hosts seen
+        path = [group]
+        on_path = {group}
+        while stack:
+            frame = stack[-1]
+            name, pos = frame[0], frame[1]
+            members = groups.get(name, [])
+            if pos >= len(members):
+                resolved[name] = frame[2]
+                stack.pop()
+                path.pop()
+                on_path.discard(name)
+                if stack:
+                    add(stack[-1], frame[2])
+                continue
+            frame[1] = pos + 1
+            member = members[pos]
+            if not member.startswith("@"):
+                add(frame, (member,))
+            elif member in on_path:
+                warnings.append("host group %s: cycle through %s skipped" % (name, " -> ".join(path + [member])))
+            elif member not in groups:
+                warnings.append("host group %s: member group %r is not defined; skipped" % (name, member))
+            elif member in resolved:
+                add(frame, resolved[member])
+            else:
+                stack.append([member, 0, [], set()])
+                path.append(member)
+                on_path.add(member)
     return resolved
 
 
@@ -332,12 +350,14 @@ def build_inventory(qhost_xml, hostgroup_text=None, hostgroup_names=None, master
         index = _HostIndex(list(hosts))
         for group in sorted(resolved):
             found = []
+            seen = set()
             for member in resolved[group]:
                 host = index.find(member)
                 if host is None:
                     notes.append("host group %s: member %r is not an execution host qhost lists; "
                                  "not added" % (group, member))
-                elif host not in found:
+                elif host not in seen:
+                    seen.add(host)
                     found.append(host)
             hostgroups[group] = sorted(found)
             for host in found:

@@ -72,11 +72,16 @@ def format_time(epoch):
 
 
 def parse_time(text):
-    """ISO 8601 (ours, or StarCluster's ``2011-03-03 21:05:37.123456``) or epoch -> aware datetime."""
+    """ISO 8601 (ours, or StarCluster's ``2011-03-03 21:05:37.123456``) or epoch -> aware datetime.
+
+    Raises ValueError for anything else, an epoch out of the platform's range included.
+    """
     text = text.strip()
     try:
         return datetime.datetime.fromtimestamp(float(text), tz=datetime.timezone.utc)
-    except ValueError:
+    except (ValueError, OverflowError, OSError):
+        # not a number, or an epoch the platform's time_t cannot hold ("1e300", EOVERFLOW):
+        # fromisoformat below reports it as a ValueError
         pass
     value = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
     if value.tzinfo is None:
@@ -177,6 +182,15 @@ def account(previous, stats, price):
             "total_node_hours": total_node_hours + node_hours, "total_cost": total_cost}
 
 
+def _csv_record(line):
+    """The fields of one CSV line; None when the line is not CSV (a stray carriage return, a
+    field over the csv module's size limit)."""
+    try:
+        return next(csv.reader([line]), [])
+    except csv.Error:
+        return None
+
+
 def _parse_record(record, columns):
     """One CSV record -> row dict, or None when it is a header or malformed."""
     if not record or record[0] == "time" or len(record) < len(COLUMNS):
@@ -196,14 +210,14 @@ def _parse_record(record, columns):
 def _file_layout(fd, size):
     """(columns of the file, its last readable row) from the first line and the tail of ``fd``."""
     first = os.pread(fd, min(size, 4096), 0).decode("utf-8", "replace").split("\n", 1)[0]
-    header = next(csv.reader([first]), []) if first.startswith("time,") else None
+    header = _csv_record(first) if first.startswith("time,") else None
     columns = tuple(header) if header else COLUMNS
     offset = max(0, size - _TAIL_BYTES)
     tail = os.pread(fd, size - offset, offset).decode("utf-8", "replace").split("\n")
     if offset:
         tail = tail[1:]  # the first piece may be a partial line
     for line in reversed(tail):
-        row = _parse_record(next(csv.reader([line]), []), columns) if line.strip() else None
+        row = _parse_record(_csv_record(line), columns) if line.strip() else None
         if row is not None:
             return header, columns, row
     return header, columns, None
@@ -271,7 +285,11 @@ def _upgrade(path, fd, size, header, columns, wanted, row):
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(new_columns)
-    for record in csv.reader(io.StringIO(text)):
+    for line in io.StringIO(text):     # lines end at "\n" only: a stray "\r" keeps its line whole
+        record = _csv_record(line)
+        if record is None:
+            out.write(line if line.endswith("\n") else line + "\n")   # kept as it was
+            continue
         if not record or (header and record[0] == "time"):
             continue
         writer.writerow(record + [""] * (len(new_columns) - len(record)))
@@ -291,12 +309,13 @@ def read_rows(path):
     A header line says which columns follow (so files with and without the cost columns both
     read); a file without our header (StarCluster's headerless files) is read by column position.
     Every row has every key of ``ALL_COLUMNS`` (``None`` when the file lacks the column).
-    Malformed lines are skipped.
+    Malformed lines (bytes that are not UTF-8 among them) are skipped.
     """
     rows = []
     columns = COLUMNS
-    with open(os.path.expanduser(path), newline="", encoding="utf-8") as handle:
-        for record in csv.reader(handle):
+    with open(os.path.expanduser(path), newline="", encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            record = _csv_record(line)
             if record and record[0] == "time":
                 columns = tuple(record)
                 continue
