@@ -78,10 +78,17 @@ def plan_poll(args, execute_state, check_mode=False, diff=False, home=None):
     except ValueError as exc:
         raise AnsibleActionFail(str(exc))
     snapshot = args.get("snapshot")
+    if not snapshot:
+        raise AnsibleActionFail("snapshot: missing or empty, no snapshot of the cluster was read (did "
+                                "sge_queue_facts fail?); no decision made, nothing written")
     try:
         elastic.check_snapshot(snapshot)
     except ValueError as exc:
         raise AnsibleActionFail("%s; no decision made, nothing written" % exc)
+    if "complete" in snapshot and snapshot["complete"] is not True:
+        # a producer that could not read everything says so; never decide from part of a cluster
+        raise AnsibleActionFail("snapshot: flagged incomplete (complete: %r%s); no decision made, nothing written"
+                                % (snapshot["complete"], "; %s" % snapshot["errors"] if snapshot.get("errors") else ""))
     now = snapshot.get("taken_at")
     if not isinstance(now, (int, float)) or isinstance(now, bool):
         raise AnsibleActionFail("snapshot: 'taken_at' (the qmaster's clock) is missing; no decision made, nothing written")
@@ -98,6 +105,12 @@ def plan_poll(args, execute_state, check_mode=False, diff=False, home=None):
     if res.get("failed") or not isinstance(res.get("content"), dict):
         raise AnsibleActionFail("cannot read the balancer state (%s): %s" % (state_path, res.get("msg", "no content returned")))
     old_state = res["content"]
+    if old_state.get("last_poll") == now:
+        # facts outlive a failed task: a poll whose sge_queue_facts failed (and was ignored)
+        # would otherwise decide again from the previous poll's snapshot
+        raise AnsibleActionFail("snapshot: taken at %s, the time of the poll the state already records: "
+                                "it is the previous poll's snapshot, not a new one (did sge_queue_facts "
+                                "fail?); no decision made, nothing written" % now)
 
     # 2. the decision (pure)
     try:
@@ -111,6 +124,14 @@ def plan_poll(args, execute_state, check_mode=False, diff=False, home=None):
 
     result = {"plan": plan, "state_path": state_path, "msg": format_msg(cluster, plan)}
     warnings = list(plan["warnings"])
+    corrupt = res.get("corrupt")
+    if corrupt:
+        result["state_corrupt"] = corrupt
+        warnings.insert(0, "%s; %s; this poll decided from an empty state: every node's idle time starts "
+                           "now, so none is removed before it has been seen idle for idle_time (docs/"
+                           "reliability/state-faults.md)" % (
+                               corrupt.get("problem"), "moved it aside to %s" % corrupt["moved_to"]
+                               if corrupt.get("moved_to") else "it would be moved aside"))
 
     # 3. save the state (check mode: only say whether it would change)
     if check_mode:
@@ -124,6 +145,9 @@ def plan_poll(args, execute_state, check_mode=False, diff=False, home=None):
             raise AnsibleActionFail("the plan was computed but the state could not be saved (%s): %s; "
                                     "do not act on this plan" % (state_path, res.get("msg")))
         result["changed"] = bool(res.get("changed"))
+        if res.get("schema_copy"):
+            warnings.append("the state file was written by a newer balancer (schema %r); it was kept as %s"
+                            % (old_state.get("schema"), res["schema_copy"]))
         if diff and res.get("diff"):
             result["diff"] = res["diff"]
 

@@ -13,8 +13,15 @@ order the operations started; a node has at most one operation in flight.
 
 Writes reuse the state file's atomic write (temp file, fsync, rename). Read-modify-write runs
 under the guard ``flock`` of :mod:`balancer_lock`, so plays recording many nodes at once (many
-forks of node_join) cannot lose each other's records. A missing file is an empty journal;
-anything else that is not a journal is an error naming the path, and is never overwritten.
+forks of node_join) cannot lose each other's records. A missing file is an empty journal.
+
+Anything else that is not a journal of this schema (empty, truncated, not JSON, a wrong shape,
+another schema version, unreadable, a directory) is an error naming the path, and the file is
+never overwritten, moved or reset. Unlike the balancer's state, which may restart empty, a
+journal that cannot be read may hide a node half joined (launched, maybe already billed, not
+yet in Grid Engine, so no later snapshot shows it) or half removed: the balancer must not act
+until a person has looked. loadbalance.yml reads the journal before anything else, so such a
+poll stops there (docs/reliability/state-faults.md).
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -25,9 +32,10 @@ import os
 import re
 import time
 
-from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_lock import LockError, guard
+from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_lock import LockError, guard, is_time
 from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_state import (
     DEFAULT_ROOT,
+    StateFileCorrupt,
     StateFileError,
     check_cluster_name,
     dumps,
@@ -43,6 +51,16 @@ _NODE_RE = re.compile(r"\A[^\s\x00-\x1f\x7f]{1,255}\Z")
 
 # patched by the unit tests
 _now = time.time
+
+
+REFUSAL = ("the balancer does not act while it cannot tell which node operations a controller "
+           "left half done; the file is left as it is: look at it, finish or undo what it names "
+           "(playbooks/node_add.yml, node_remove.yml), then fix or remove it")
+
+
+def refusal(problem):
+    """The message of a journal that cannot be used: what is wrong, then what to do."""
+    return "%s; %s" % (problem, REFUSAL)
 
 
 class JournalError(Exception):
@@ -84,7 +102,7 @@ def _invalid_entry(entry):
         return "the entry of %s has operation %r, not one of %s" % (
             entry["node"], entry.get("operation"), ", ".join(OPERATIONS))
     started = entry.get("started")
-    if isinstance(started, bool) or not isinstance(started, (int, float)):
+    if isinstance(started, bool) or not isinstance(started, (int, float)) or not is_time(started):
         return "the entry of %s has no numeric started" % entry["node"]
     if not isinstance(entry.get("detail", {}), dict):
         return "the detail of %s is not an object" % entry["node"]
@@ -97,16 +115,21 @@ def read_journal(path):
     Raises JournalError naming the path when the file cannot be read or is not a journal.
     """
     try:
-        content, text = read_state(path)
+        content, text = read_state(path, what="journal")
+    except StateFileCorrupt as exc:
+        raise JournalError(refusal(exc.problem))
     except StateFileError as exc:
-        raise JournalError("journal: %s" % exc)
+        raise JournalError("%s; %s" % (exc, REFUSAL))
     if text is None:
         return [], False
     if content == {}:
         return [], True
     operations = content.get("operations")
     why = None
-    if not isinstance(operations, list):
+    schema = content.get("schema", SCHEMA)
+    if schema != SCHEMA or isinstance(schema, bool):
+        why = "has schema %r, not %d (another version of the balancer wrote it)" % (schema, SCHEMA)
+    elif not isinstance(operations, list):
         why = "has no list of operations"
     else:
         seen = set()
@@ -119,8 +142,7 @@ def read_journal(path):
                 break
             seen.add(entry["node"])
     if why:
-        raise JournalError("journal %s %s; fix or remove it (it records node operations a "
-                           "controller left half done)" % (path, why))
+        raise JournalError(refusal("journal %s %s" % (path, why)))
     result = []
     for entry in operations:
         entry = dict(entry)

@@ -6,10 +6,13 @@
 Target side: standard library only, Python 3.8 compatible.
 
 The lock is a JSON file ``{"schema", "cluster", "owner", "token", "acquired", "renewed",
-"expires", "ttl"}``. Liveness is the expiry alone (a controller may die anywhere, and a pid
-means nothing on the qmaster): a lock whose ``expires`` has passed is stale and the next
-acquirer takes it over. All times are the clock of the host the module runs on (the qmaster),
-so controllers with skewed clocks still agree.
+"expires", "ttl"}``. Liveness is the expiry alone: the holder is a controller (a terminal's
+ansible-playbook, an AWX job) that may run on another host and die anywhere, and the module
+process that wrote the lock ends at once, so no pid or host name on the qmaster says whether the
+holder lives (a dead pid, a pid reused by another process, a host that is gone: none of them
+changes anything). A lock whose ``expires`` has passed is stale and the next acquirer takes it
+over. All times are the clock of the host the module runs on (the qmaster), so controllers with
+skewed clocks still agree.
 
 Two mechanisms make "exactly one holder" hold:
 
@@ -22,10 +25,20 @@ Two mechanisms make "exactly one holder" hold:
   file system without hard links, ``O_CREAT|O_EXCL`` is used). A stale lock is first renamed
   aside to ``lock.json.stale-<its token>.<taker's token>`` (a name no other taker uses), and only
   when the file renamed is still the stale lock that was read (same token and expiry) is the
-  new lock linked in; the aside file is then removed. So even without the guard, of two takers racing
-  for one stale lock exactly one wins.
+  new lock linked in; the aside file is then removed. Without the guard this still lets exactly
+  one of two takers win; with three or more, only the guard does (a loser briefly moving the
+  winner's lock aside leaves a window in which a third process finds no lock).
   Renewal rewrites the file with a rename (atomic replace), release unlinks it; both only for
   the matching token.
+
+A lock file that is not a lock record (empty, truncated, not JSON, missing fields: something
+other than this module wrote it, or the disk lost it) names no holder and no expiry. It is
+treated as a lock taken when the file was last modified, for the ttl of the balancer that finds
+it: before ``mtime + ttl`` every acquisition fails (naming the file and when it will be taken
+over); after it, the file is renamed aside to ``lock.json.corrupt-<UTC time>.<taker's token>``
+(kept for a person to look at, never deleted) and the lock is taken over like a stale one. A
+live holder whose lock got corrupted cannot renew or release it (that fails), so with the same
+ttl everywhere this is as safe as the expiry of a readable lock.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -85,7 +98,14 @@ class LockLost(LockError):
 
 
 class LockCorrupt(LockError):
-    """The lock file exists but is not a lock this module wrote; nothing was changed."""
+    """The lock file exists but is not a lock this module wrote; nothing was changed.
+
+    ``problem`` says what is wrong with it, naming the file, without advice.
+    """
+
+    def __init__(self, msg, path=None, holder=None, problem=None):
+        super(LockCorrupt, self).__init__(msg, path, holder)
+        self.problem = problem or msg
 
 
 def default_path(cluster):
@@ -154,9 +174,19 @@ def _valid(content):
         return "has no owner"
     for key in ("acquired", "expires"):
         value = content.get(key)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not is_time(value):
             return "has no numeric %s" % key
     return None
+
+
+def is_time(value):
+    """Whether ``value`` (a number) is a time this module can print: finite, and within what
+    ``time.gmtime`` takes (``Infinity``, ``NaN`` and 1e300 are not; found by fuzzing)."""
+    try:
+        time.gmtime(value)
+    except (OverflowError, ValueError, OSError):
+        return False
+    return math.isfinite(value)
 
 
 def read_lock(path):
@@ -171,14 +201,19 @@ def read_lock(path):
         if exc.errno == errno.ENOENT:
             return None
         raise LockError("cannot read lock file %s: %s" % (path, exc.strerror or exc), path)
-    advice = "if no balancer is running, remove it by hand"
+    advice = ("a balancer takes it over once it is older than its ttl (it is then moved aside); "
+              "if no balancer is running, remove it by hand")
     try:
         content = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise LockCorrupt("lock file %s is not valid JSON (%s); %s" % (path, exc, advice), path)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        problem = ("lock file %s is empty" % path if not raw.strip() else
+                   "lock file %s is not valid JSON (%s)" % (
+                       path, "nested too deeply" if isinstance(exc, RecursionError) else exc))
+        raise LockCorrupt("%s; %s" % (problem, advice), path, problem=problem)
     why = _valid(content)
     if why:
-        raise LockCorrupt("lock file %s %s, it is not a balancer lock; %s" % (path, why, advice), path)
+        problem = "lock file %s %s, it is not a balancer lock" % (path, why)
+        raise LockCorrupt("%s; %s" % (problem, advice), path, problem=problem)
     return content
 
 
@@ -338,18 +373,27 @@ def acquire(path, owner, ttl=DEFAULT_TTL, cluster=None, check_mode=False, retrie
 def _acquire(path, owner, ttl, cluster, token, check_mode, retries):
     for _attempt in range(retries + 1):
         now = _now()
-        current = read_lock(path)
+        try:
+            current = read_lock(path)
+            corrupt = None
+        except LockCorrupt as exc:
+            current = None
+            corrupt = _corrupt_lock(path, exc, ttl, now)
         record = _new_record(cluster, owner, token, ttl, now)
         if current is not None and current["expires"] > now:
             raise LockHeld(held_message(current, path, now), path, current)
         result = dict(token=token, lock=record, before=current, taken_over_from=None,
-                      action="acquired" if current is None else "taken_over")
+                      action="acquired" if current is None and corrupt is None else "taken_over")
         if current is not None:
             result["taken_over_from"] = current
+        if corrupt is not None:
+            result["corrupt"] = corrupt
         if check_mode:
             return result
         text = dumps(record)
-        if current is None:
+        if corrupt is not None:
+            done = _take_over_corrupt(path, corrupt, text, token, now)
+        elif current is None:
             done = _create_exclusive(path, text)
         else:
             done = _take_over(path, current, text, token)
@@ -361,6 +405,62 @@ def _acquire(path, owner, ttl, cluster, token, check_mode, retries):
     if current is not None:
         raise LockHeld(held_message(current, path, _now()), path, current)
     raise LockError("lock %s keeps changing; try again" % path, path)
+
+
+def _corrupt_lock(path, exc, ttl, now):
+    """What is known of a corrupt lock file: ``{"problem", "modified", "stat", "path"}``.
+
+    Raises LockCorrupt (naming the file and when it will be taken over) while it is younger
+    than ``ttl`` by its modification time: a balancer may still be acting under it.
+    """
+    try:
+        st = os.lstat(path)
+    except OSError as err:
+        if err.errno == errno.ENOENT:  # gone since it was read (a process without the guard)
+            return None
+        raise LockError("cannot stat lock file %s: %s" % (path, err.strerror or err), path)
+    problem = exc.problem
+    if st.st_mtime + ttl > now:
+        raise LockCorrupt("%s; it was last written %ds ago and names no holder or expiry, so it is "
+                          "treated as held until %s (its modification time + ttl %ds), then moved "
+                          "aside and taken over; if no balancer is running, remove it by hand"
+                          % (problem, max(0, int(now - st.st_mtime)), format_time(st.st_mtime + ttl), ttl),
+                          path)
+    return {"problem": problem, "modified": st.st_mtime, "stat": st, "path": path}
+
+
+def _same_file(st, other):
+    keys = ("st_dev", "st_ino", "st_size", "st_mtime")
+    return all(getattr(st, key) == getattr(other, key) for key in keys)
+
+
+def _take_over_corrupt(path, corrupt, text, token, now):
+    """Move the corrupt lock file aside (kept) and create the new lock exclusively.
+
+    ``corrupt["moved_to"]`` is set to the aside name on success. As in :func:`_take_over`, a
+    file renamed that is not the one judged (another process replaced it) is put back.
+    """
+    aside = "%s.corrupt-%s.%s" % (path, time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now)), token)
+    try:
+        os.rename(path, aside)
+    except OSError as exc:
+        if exc.errno == errno.ENOENT:
+            return False
+        raise LockError("cannot move the corrupt lock %s aside: %s" % (path, exc.strerror or exc), path)
+    try:
+        moved = os.lstat(aside)
+    except OSError:
+        moved = None
+    if moved is None or not _same_file(moved, corrupt["stat"]):
+        try:
+            os.link(aside, path)
+        except OSError:
+            pass
+        _unlink_quietly(aside)
+        return False
+    _fsync_dir(os.path.dirname(os.path.abspath(path)))
+    corrupt["moved_to"] = aside
+    return _create_exclusive(path, text)
 
 
 def renew(path, token, ttl=DEFAULT_TTL, check_mode=False):

@@ -4,18 +4,32 @@
 """The balancer's state file on the qmaster host: read it, write it atomically.
 
 Target side: standard library only, Python 2.7/3.8 compatible syntax.  The state is one JSON
-object; a missing file is an empty state, anything unreadable is an error (never a silent reset,
-which would forget booting nodes and idle clocks).
+object; a missing file is an empty state.
+
+Faults, and what this module makes of them (docs/reliability/state-faults.md):
+
+* a file whose *content* is not a state (empty, truncated, not UTF-8, not JSON, JSON that is not
+  an object): :class:`StateFileCorrupt`. :func:`read_state_or_move_aside` renames it to
+  ``<name>.corrupt-<UTC time>-<random>`` (kept for a person, never deleted) and reads an empty
+  state, saying so; the caller warns. The journal (balancer_journal) does not use it: a journal
+  it cannot read stops the balancer instead;
+* a file that cannot be *read* (permissions, a directory in its place, I/O error):
+  :class:`StateFileError`, never moved or replaced: nothing can be said about what it holds;
+* a write that fails (disk full, I/O error, read-only file system): :class:`StateFileError`,
+  and the old file is left as it was (temporary file, fsync, rename); a temporary file left by
+  a writer killed mid-write is removed by a later write once it is an hour old.
 """
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import binascii
 import errno
 import json
 import os
 import re
 import tempfile
+import time
 
 DEFAULT_ROOT = "/var/lib/gridengine-balancer"
 STATE_FILE_NAME = "state.json"
@@ -25,8 +39,40 @@ DIR_MODE = 0o700
 _CLUSTER_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
+#: a temporary file of write_atomic older than this (seconds) was left by a killed writer
+STALE_TEMP_AGE = 3600
+
+
 class StateFileError(Exception):
     """A state file that cannot be read or written; the message names the path."""
+
+
+class StateFileCorrupt(StateFileError):
+    """A state file that was read but does not hold a state (``problem`` says why, ``stat`` is
+    the ``os.fstat`` of the file that was read)."""
+
+    def __init__(self, msg, problem=None, stat=None):
+        super(StateFileCorrupt, self).__init__(msg)
+        self.problem = problem or msg
+        self.stat = stat
+
+
+def _no_path_info(kwargs):
+    return kwargs
+
+
+def plain_path_result(module):
+    """Make ``module`` return its ``path`` key as it is.
+
+    ``AnsibleModule.exit_json``/``fail_json`` treat a result with a ``path`` key as a file
+    module's: they stat the file and add ``uid``, ``gid``, ``owner``, ``group``, ``mode``,
+    ``size`` and ``state`` (overwriting a key of that name). For the balancer's files that is
+    noise, and it races with other balancers: a lock released between its ``exists()`` and its
+    ``stat()`` crashed a losing balancer's module with a traceback (FileNotFoundError) instead of
+    a message naming the holder (seen with benchmarks/lock_contention.py).
+    """
+    module.add_path_info = _no_path_info
+    return module
 
 
 def check_cluster_name(cluster):
@@ -47,30 +93,100 @@ def dumps(content):
     return json.dumps(content, sort_keys=True, indent=1, separators=(",", ": "), allow_nan=False) + "\n"
 
 
-def read_state(path):
+def read_state(path, what="state file"):
     """Return ``(content, text)``; ``({}, None)`` when the file does not exist.
 
-    Raises StateFileError when the file exists but cannot be read or is not a JSON object.
+    Raises StateFileCorrupt when the file was read but is not a state (empty, not UTF-8, not
+    JSON, not a JSON object), StateFileError when it cannot be read (the message names the path,
+    calling it ``what``).
     """
+    content, text, _stat = _read(path, what)
+    return content, text
+
+
+def _read(path, what="state file"):
+    """``(content, text, stat of the file read)``; ``({}, None, None)`` for a missing file."""
     try:
         with open(path, "rb") as handle:
+            st = os.fstat(handle.fileno())
             raw = handle.read()
     except (IOError, OSError) as exc:
         if exc.errno == errno.ENOENT:
-            return {}, None
-        raise StateFileError("cannot read state file %s: %s" % (path, exc.strerror or exc))
+            return {}, None, None
+        if exc.errno == errno.EISDIR:
+            raise StateFileError("cannot read %s %s: it is a directory; move it away (the %s "
+                                 "is a file)" % (what, path, what))
+        raise StateFileError("cannot read %s %s: %s" % (what, path, exc.strerror or exc))
+    advice = "fix or remove it"
+    if not raw.strip():
+        problem = "%s %s is empty (%d bytes)" % (what, path, len(raw))
+        raise StateFileCorrupt("%s; %s" % (problem, advice), problem, st)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise StateFileError("state file %s is not UTF-8 text (%s); fix or remove it" % (path, exc))
+        problem = "%s %s is not UTF-8 text (%s)" % (what, path, exc)
+        raise StateFileCorrupt("%s; %s" % (problem, advice), problem, st)
     try:
         content = json.loads(text)
     except ValueError as exc:
-        raise StateFileError("state file %s is not valid JSON (%s); fix or remove it" % (path, exc))
+        problem = "%s %s is not valid JSON (%s)" % (what, path, exc)
+        raise StateFileCorrupt("%s; %s" % (problem, advice), problem, st)
+    except RecursionError:  # found by benchmarks/fuzz_parsers.py: JSON nested 1,000+ deep
+        problem = "%s %s is not valid JSON (nested too deeply)" % (what, path)
+        raise StateFileCorrupt("%s; %s" % (problem, advice), problem, st)
     if not isinstance(content, dict):
-        raise StateFileError("state file %s holds a JSON %s, not an object; fix or remove it"
-                             % (path, type(content).__name__))
-    return content, text
+        problem = "%s %s holds a JSON %s, not an object" % (what, path, type(content).__name__)
+        raise StateFileCorrupt("%s; %s" % (problem, advice), problem, st)
+    return content, text, st
+
+
+def move_aside(path, label="corrupt", expected=None):
+    """Rename ``path`` to ``<path>.<label>-<UTC time>-<random>`` and return that name.
+
+    ``expected``: the ``os.stat`` of the file that was judged; when ``path`` is now another file
+    (a writer replaced it meanwhile), nothing is moved and None is returned. None too when the
+    file is gone. Raises StateFileError when it cannot be renamed.
+    """
+    try:
+        current = os.lstat(path)
+    except OSError as exc:
+        if exc.errno == errno.ENOENT:
+            return None
+        raise StateFileError("cannot move %s aside: %s" % (path, exc.strerror or exc))
+    if expected is not None and (current.st_dev, current.st_ino) != (expected.st_dev, expected.st_ino):
+        return None
+    aside = "%s.%s-%s-%s" % (path, label, time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()),
+                             binascii.hexlify(os.urandom(3)).decode("ascii"))
+    try:
+        os.rename(path, aside)
+    except OSError as exc:
+        if exc.errno == errno.ENOENT:
+            return None
+        raise StateFileError("cannot move %s aside to %s: %s" % (path, aside, exc.strerror or exc))
+    _fsync_dir(os.path.dirname(os.path.abspath(path)))
+    return aside
+
+
+def read_state_or_move_aside(path, check_mode=False):
+    """Read the state; a corrupt file is moved aside and reads as an empty state.
+
+    Returns ``(content, text, problem, moved_to)``: ``problem`` is None, or what was wrong with
+    the file (then ``content`` is ``{}`` and ``text`` None); ``moved_to`` is where the file went
+    (None in check mode, or when a concurrent writer replaced or removed it first: then the file
+    is read again). A file that cannot be read at all raises StateFileError and is not touched.
+    """
+    for _attempt in range(3):
+        try:
+            content, text, _st = _read(path)
+            return content, text, None, None
+        except StateFileCorrupt as exc:
+            problem, judged = exc.problem, exc.stat
+        if check_mode:
+            return {}, None, problem, None
+        moved = move_aside(path, "corrupt", expected=judged)
+        if moved is not None:
+            return {}, None, problem, moved
+    raise StateFileError("state file %s keeps changing while it is read; try again" % path)
 
 
 def _fsync_dir(directory):
@@ -123,5 +239,31 @@ def write_atomic(path, text, mode=FILE_MODE, dir_mode=DIR_MODE):
             os.unlink(tmp)
         except OSError:
             pass
-        raise StateFileError("cannot write state file %s: %s" % (path, exc.strerror or exc))
+        raise StateFileError("cannot write state file %s: %s; the file was left as it was"
+                             % (path, exc.strerror or exc))
     _fsync_dir(directory)
+    remove_stale_temps(path)
+
+
+def remove_stale_temps(path, age=STALE_TEMP_AGE, now=None):
+    """Remove temporary files of ``write_atomic(path)`` older than ``age`` seconds: left by a
+    writer killed between creating and renaming them. Returns the names removed."""
+    directory, name = os.path.split(os.path.abspath(path))
+    prefix = "." + name + "."
+    now = time.time() if now is None else now
+    removed = []
+    try:
+        entries = os.listdir(directory)
+    except OSError:
+        return removed
+    for entry in entries:
+        if not (entry.startswith(prefix) and entry.endswith(".tmp")):
+            continue
+        full = os.path.join(directory, entry)
+        try:
+            if now - os.lstat(full).st_mtime > age:
+                os.unlink(full)
+                removed.append(full)
+        except OSError:
+            pass
+    return removed

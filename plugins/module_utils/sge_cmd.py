@@ -45,6 +45,8 @@ _LINUX_ARCH = {
 }
 
 
+_PORT = re.compile(r"\A[0-9]{1,5}\Z")
+
 # a cell is a directory under SGE_ROOT: one path component, never "." or ".."
 CELL_RE = re.compile(r"\A[A-Za-z0-9_][A-Za-z0-9_.-]{0,254}\Z")
 
@@ -73,19 +75,28 @@ def read_settings(sge_root, sge_cell):
     """Literal ``SGE_*`` assignments of ``$SGE_ROOT/$SGE_CELL/common/settings.sh``.
 
     Only plain values are taken (no ``$``, backquote or shell syntax is evaluated); a missing
-    or unreadable file gives ``{}``.
+    or unreadable file gives ``{}``. Bytes that are not UTF-8 (a Latin-1 comment) are read as
+    U+FFFD, and a port that is not a number from 1 to 65535 is left out, as if not set (both
+    found by benchmarks/fuzz_parsers.py: they made every module that reads the file crash).
     """
     path = os.path.join(sge_root, sge_cell, "common", "settings.sh")
     values = {}
     try:
-        with open(path, "r") as handle:
-            for line in handle:
-                match = _SETTING.match(line)
+        with open(path, "rb") as handle:
+            for raw in handle:
+                match = _SETTING.match(raw.decode("utf-8", "replace"))
                 if match and match.group(1) in _SETTINGS_KEYS and match.group(2):
                     values[match.group(1)] = match.group(2)
     except (IOError, OSError):
         return {}
+    for key in ("SGE_QMASTER_PORT", "SGE_EXECD_PORT"):
+        if key in values and not _is_port(values[key]):
+            del values[key]
     return values
+
+
+def _is_port(text):
+    return bool(_PORT.match(text)) and 0 < int(text) < 65536
 
 
 def sge_environment(sge_root=None, sge_cell=None, qmaster_port=None, settings=None):
@@ -186,12 +197,22 @@ class PipeDrain(object):
     bytearrays (amortised linear, no second copy of the output as a join of chunks would make),
     so ``run_command`` then finds both pipes at EOF. ``out`` is a bytearray: the XML parser reads
     any bytes-like object.
+
+    With ``timeout`` (seconds), a command still running then is killed (SIGKILL) and
+    ``timed_out`` is set; its output so far is kept but must not be used. ``run_command`` has no
+    timeout of its own, and a qstat that hangs on an unreachable qmaster would hold the poll
+    (and the balancer's lock) for ever. If the pipes stay open ``grace`` seconds after the kill
+    (a child of the command holds them), SgeCommandError is raised from here.
     """
 
-    def __init__(self, chunk=1 << 20):
+    def __init__(self, chunk=1 << 20, timeout=None, grace=5.0, argv=None):
         self.chunk = chunk
+        self.timeout = timeout
+        self.grace = grace
+        self.argv = argv
         self.out = None
         self.err = None
+        self.timed_out = False
 
     def __call__(self, cmd):
         out, err = bytearray(), bytearray()
@@ -199,11 +220,22 @@ class PipeDrain(object):
             selector = selectors.PollSelector()
         else:  # pragma: no cover - platforms without poll()
             selector = selectors.SelectSelector()
+        deadline = time.monotonic() + self.timeout if self.timeout else None
         try:
             selector.register(cmd.stdout, selectors.EVENT_READ, out)
             selector.register(cmd.stderr, selectors.EVENT_READ, err)
             while selector.get_map():
-                for key, _event in selector.select():
+                wait = None if deadline is None else deadline - time.monotonic()
+                if wait is not None and wait <= 0:
+                    if self.timed_out:  # the pipes outlived the command by ``grace``
+                        raise SgeCommandError("%s did not finish within %ss and was killed, but a process "
+                                              "it started still holds its output open"
+                                              % (describe(self.argv or [str(cmd.args)]), self.timeout))
+                    self.timed_out = True
+                    cmd.kill()
+                    deadline = time.monotonic() + self.grace
+                    continue
+                for key, _event in selector.select(wait):
                     data = os.read(key.fileobj.fileno(), self.chunk)
                     if data:
                         key.data.extend(data)
@@ -215,33 +247,44 @@ class PipeDrain(object):
         self.err = bytes(err)
 
 
-def _call(module, argv, environ):
+def _call(module, argv, environ, timeout=None):
     env = dict(environ or {})
     env["LC_ALL"] = "C"
-    drain = PipeDrain()
-    rc, out, err = module.run_command(argv, environ_update=env, check_rc=False, encoding=None,
-                                      expand_user_and_vars=False,
-                                      before_communicate_callback=drain)
+    drain = PipeDrain(timeout=timeout, argv=argv)
+    try:
+        rc, out, err = module.run_command(argv, environ_update=env, check_rc=False, encoding=None,
+                                          expand_user_and_vars=False, handle_exceptions=False,
+                                          before_communicate_callback=drain)
+    except OSError as exc:
+        raise SgeCommandError("cannot run %s: %s" % (describe(argv), exc.strerror or exc))
+    if drain.timed_out:
+        raise SgeCommandError("%s did not finish within %ss and was killed (is the qmaster reachable "
+                              "and answering?); its output was not used" % (describe(argv), timeout))
     if drain.out is not None:
         out, err = drain.out, drain.err
     return rc, out, err
 
 
-def run_sge(module, argv, environ=None):
+def run_sge(module, argv, environ=None, timeout=None, require_output=False):
     """Run a Grid Engine command; return its stdout (bytes or bytearray).
 
-    Raises SgeCommandError "<command> failed (rc N): <first line of stderr>" otherwise.
+    Raises SgeCommandError "<command> failed (rc N): <first line of stderr>" otherwise, and when
+    it runs longer than ``timeout`` seconds (then it is killed). With ``require_output``, an
+    exit 0 with nothing on stdout is an error too (``qstat -xml`` always prints a document).
     """
-    rc, out, err = _call(module, argv, environ)
+    rc, out, err = _call(module, argv, environ, timeout)
     if rc != 0:
         raise SgeCommandError("%s failed (rc %s): %s" % (describe(argv), rc, _first_line(err, out)))
+    if require_output and not bytes(out).strip():
+        raise SgeCommandError("%s exited 0 but printed nothing%s" % (
+            describe(argv), (": " + _first_line(err)) if err and bytes(err).strip() else ""))
     return out
 
 
-def run_qacct(module, argv, environ=None):
+def run_qacct(module, argv, environ=None, timeout=None):
     """Run qacct; return stdout (bytes-like). No accounting file yet (a fresh cluster: rc 1,
     ``.../accounting: No such file or directory``) gives ``b""`` -- no jobs, not an error."""
-    rc, out, err = _call(module, argv, environ)
+    rc, out, err = _call(module, argv, environ, timeout)
     if rc == 0:
         return out
     text = err.decode("utf-8", "replace") if isinstance(err, bytes) else (err or "")

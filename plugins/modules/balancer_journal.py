@@ -159,6 +159,7 @@ diff:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_state import plain_path_result
 from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_journal import (
     JournalConflict,
     JournalError,
@@ -172,7 +173,7 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_journ
 
 
 def main():
-    module = AnsibleModule(
+    module = plain_path_result(AnsibleModule(
         argument_spec=dict(
             cluster=dict(type="str"),
             path=dict(type="path"),
@@ -184,7 +185,7 @@ def main():
         required_one_of=[("cluster", "path")],
         required_if=[("state", "present", ("operation",))],
         supports_check_mode=True,
-    )
+    ))
     p = module.params
     path = p["path"]
     try:

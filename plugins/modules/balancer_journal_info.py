@@ -92,6 +92,7 @@ operations:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_state import plain_path_result
 from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_journal import (
     JournalError,
     default_path,
@@ -100,14 +101,14 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_journ
 
 
 def main():
-    module = AnsibleModule(
+    module = plain_path_result(AnsibleModule(
         argument_spec=dict(
             cluster=dict(type="str"),
             path=dict(type="path"),
         ),
         required_one_of=[("cluster", "path")],
         supports_check_mode=True,
-    )
+    ))
     path = module.params["path"]
     try:
         if path is None:

@@ -87,8 +87,16 @@ notes:
   - Run every balancer's lock tasks on the same host (the qmaster), with the same O(path).
   - To remove a lock by hand (a balancer that surely is not running any more, and you cannot wait
     for O(ttl)), delete the lock file; leave the C(.guard) file.
-  - A lock file that is not valid JSON or lacks the fields of a lock fails every task, naming the
-    path; it is never overwritten.
+  - A lock file that is empty, not valid JSON or lacks the fields of a lock names no holder and no
+    expiry. It is treated as a lock taken at the file's modification time for O(ttl) seconds
+    (the O(ttl) of the task that finds it, so give every balancer of a cluster the same O(ttl)).
+    Until then taking the lock fails, naming the file and when it will be taken over; after
+    that the file is renamed to C(lock.json.corrupt-<UTC time>.<token>) (kept, never deleted),
+    the lock is taken over and RV(corrupt_lock) says so. Renewing or releasing a corrupt lock
+    always fails.
+  - Liveness is the expiry alone. No process id or host name is checked. The holder is the
+    controller, which may run on another host, so a dead pid, a pid reused by another process
+    or a controller host that no longer exists neither shortens nor prolongs a lock.
 seealso:
   - module: gridengine.balancer.balancer_state
   - module: gridengine.balancer.balancer_journal
@@ -194,6 +202,16 @@ taken_over_from:
   sample: {"owner": "controller2 pid 17", "token": "9a1c...", "acquired": 1699990000.0,
            "renewed": 1699990000.0, "expires": 1699990900.0, "ttl": 900, "cluster": "mycluster",
            "schema": 1, "expires_in": -9100}
+corrupt_lock:
+  description:
+    - When the lock file found was not a lock (empty, not JSON, fields missing) and was taken
+      over (RV(action=taken_over)), what was wrong, when the file was last written, and where it
+      was moved (null in check mode).
+  returned: when a corrupt lock file was taken over
+  type: dict
+  sample: {"problem": "lock file /var/lib/gridengine-balancer/mycluster/lock.json is empty",
+           "modified": 1700000000.0,
+           "moved_to": "/var/lib/gridengine-balancer/mycluster/lock.json.corrupt-20231114T224000Z.0f6e4a1bd2c94a67b8d43b9c1f0e2a57"}
 locked_by:
   description:
     - When the task failed because another balancer holds the lock (or, with O(token), because
@@ -215,11 +233,12 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_lock 
     LockError,
     acquire,
     default_path,
+    format_time,
     public,
     release,
     renew,
 )
-from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_state import dumps
+from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_state import dumps, plain_path_result
 
 
 def run(module, path):
@@ -251,6 +270,15 @@ def run(module, path):
                     "left half done" % (path, "would take over" if module.check_mode else "took over",
                                         outcome["taken_over_from"]["owner"],
                                         -result["taken_over_from"]["expires_in"]))
+    corrupt = outcome.get("corrupt")
+    if corrupt:
+        result["corrupt_lock"] = dict(problem=corrupt["problem"], modified=corrupt["modified"],
+                                      moved_to=corrupt.get("moved_to"))
+        if module.check_mode:
+            module.warn("%s; would move it aside and take the lock over" % corrupt["problem"])
+        else:
+            module.warn("%s; took the lock over, the file last written at %s is kept as %s"
+                        % (corrupt["problem"], format_time(corrupt["modified"]), corrupt["moved_to"]))
     if module._diff:
         result["diff"] = dict(before=dumps(before) if before else "",
                               after=dumps(lock) if lock else "",
@@ -259,7 +287,7 @@ def run(module, path):
 
 
 def main():
-    module = AnsibleModule(
+    module = plain_path_result(AnsibleModule(
         argument_spec=dict(
             cluster=dict(type="str"),
             path=dict(type="path"),
@@ -271,7 +299,7 @@ def main():
         required_one_of=[("cluster", "path")],
         required_if=[("state", "absent", ("token",))],
         supports_check_mode=True,
-    )
+    ))
     p = module.params
     path = p["path"]
     try:

@@ -41,6 +41,15 @@ options:
       - Default is every queue.
     type: list
     elements: str
+  command_timeout:
+    description:
+      - Seconds each Grid Engine command (C(qstat), C(qhost), C(qacct)) may run. One still
+        running then is killed and the module fails; no snapshot is returned.
+      - A qmaster that does not answer can leave C(qstat) waiting far longer than a poll
+        interval, holding the balancer's lock all that time.
+      - V(0) means no limit.
+    type: int
+    default: 120
 notes:
   - Run it on the qmaster host (or a Grid Engine submit/admin host); the XML is parsed there and
     only the snapshot is sent back.
@@ -52,7 +61,13 @@ notes:
   - C(qacct -b) selects jobs by their start time, so a job that started before the window and
     ended within it is not counted.
   - Any error running or parsing a command fails the module and returns no facts, so no
-    decision is ever made from a snapshot that was not read.
+    decision is ever made from a snapshot that was not read. That includes a command that exits
+    non-zero (a dead qmaster, whose clients print C(commlib error) or C(unable to contact
+    qmaster)), one that exits 0 but prints nothing, one that outlives
+    O(command_timeout), and output that does not parse (broken or truncated XML). The message
+    names the command and ends with C(no snapshot returned).
+  - A snapshot it returns carries C(complete=true); M(gridengine.balancer.elastic_plan) refuses a
+    snapshot that says C(complete) is anything else, and one that is missing.
 attributes:
   check_mode:
     description: Can run in check_mode and return changed status prediction without modifying target.
@@ -104,6 +119,13 @@ ansible_facts:
           returned: success
           type: int
           sample: 1
+        complete:
+          description:
+            - Always true in a snapshot this module returns (it returns none when it could not
+              read everything). Consumers refuse a snapshot whose C(complete) is anything else.
+          returned: success
+          type: bool
+          sample: true
         taken_at:
           description: Qmaster clock (seconds since the epoch) when C(qstat) ran.
           returned: success
@@ -369,16 +391,31 @@ def gather(module):
     qhost = find_command(module, "qhost", params["sge_root"], arch)
     qacct = find_command(module, "qacct", params["sge_root"], arch) if window else None
 
+    timeout = params["command_timeout"] or None
     taken_at = _now()
-    qstat_out = run_sge(module, qstat_argv(qstat), environ)
-    qhost_out = run_sge(module, qhost_argv(qhost), environ)
+    qstat_out = run_sge(module, qstat_argv(qstat), environ, timeout, require_output=True)
+    qhost_out = run_sge(module, qhost_argv(qhost), environ, timeout, require_output=True)
     accounting = None
     if window:
         seconds = window * 60
-        qacct_out = run_qacct(module, qacct_argv(qacct, taken_at - seconds), environ)
-        accounting = accounting_summary(parse_qacct(qacct_out), taken_at, seconds)
-    return build_snapshot(qstat_out, qhost_out, taken_at, params["sge_cell"],
-                          queues=params["queues"], accounting=accounting)
+        qacct_out = run_qacct(module, qacct_argv(qacct, taken_at - seconds), environ, timeout)
+        accounting = accounting_summary(_parse(parse_qacct, "qacct -j", qacct_out), taken_at, seconds)
+    snapshot = _parse(build_snapshot, "qstat -xml / qhost -xml", qstat_out, qhost_out, taken_at,
+                      params["sge_cell"], queues=params["queues"], accounting=accounting)
+    snapshot["complete"] = True
+    return snapshot
+
+
+def _parse(parser, what, *args, **kwargs):
+    """Run a parser; an exception other than SgeParseError (a bug in the parser, met by an
+    output nobody foresaw) becomes an SgeParseError naming it, never a traceback."""
+    try:
+        return parser(*args, **kwargs)
+    except SgeParseError:
+        raise
+    except Exception as exc:
+        raise SgeParseError("%s: the output could not be parsed (%s: %s; a bug in gridengine.balancer's parser, "
+                            "please report it with the output)" % (what, type(exc).__name__, exc))
 
 
 def main():
@@ -389,6 +426,7 @@ def main():
             sge_qmaster_port=dict(type="int"),
             lookback_window=dict(type="int"),
             queues=dict(type="list", elements="str"),
+            command_timeout=dict(type="int", default=120),
         ),
         supports_check_mode=True,
     )
@@ -398,6 +436,9 @@ def main():
     port = module.params["sge_qmaster_port"]
     if port is not None and not 0 < port < 65536:
         module.fail_json(msg="sge_qmaster_port must be between 1 and 65535, got %s" % port)
+    if module.params["command_timeout"] < 0:
+        module.fail_json(msg="command_timeout must be a number of seconds >= 0 (0: no limit), got %s"
+                         % module.params["command_timeout"])
     window = module.params["lookback_window"]
     if window is not None and window <= 0:
         module.fail_json(msg="lookback_window must be a positive number of minutes, got %s"
@@ -405,7 +446,7 @@ def main():
     try:
         snapshot = gather(module)
     except (SgeCommandError, SgeParseError) as exc:
-        module.fail_json(msg=str(exc))
+        module.fail_json(msg="%s; no snapshot returned" % exc)
     module.exit_json(changed=False, ansible_facts={"sge": snapshot})
 
 

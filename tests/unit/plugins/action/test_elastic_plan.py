@@ -131,7 +131,10 @@ def test_check_mode_writes_nothing(tmp_path):
 
 
 @pytest.mark.parametrize("snap, words", [
-    (None, "snapshot: must be a mapping"),
+    (None, "snapshot: missing or empty"),
+    ({}, "snapshot: missing or empty"),
+    ([], "snapshot: missing or empty"),
+    ("not a dict", "snapshot: must be a mapping"),
     ({"schema": 2}, "snapshot: schema must be 1"),
     ({"schema": 1, "hosts": {}, "pending": []}, "'running' must be a list"),
     (dict(snapshot(), taken_at=None), "taken_at"),

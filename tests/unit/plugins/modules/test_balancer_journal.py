@@ -180,8 +180,12 @@ def test_info_of_a_missing_journal(capsys, tmp_path):
 
 @pytest.mark.parametrize("text, words", [
     ("{not json", "is not valid JSON"),
-    ("", "is not valid JSON"),
+    ('{"schema": 1, "operations": [{"node": "node003", "operation": "jo', "is not valid JSON"),
+    ("", "is empty (0 bytes)"),
     ("[]", "holds a JSON list, not an object"),
+    ("null", "holds a JSON NoneType, not an object"),
+    ('{"schema": 2, "operations": []}', "has schema 2, not 1 (another version of the balancer wrote it)"),
+    ('{"schema": "1", "operations": []}', "has schema '1', not 1"),
     ('{"schema": 1}', "has no list of operations"),
     ('{"operations": {}}', "has no list of operations"),
     ('{"operations": [1]}', "an entry is a JSON int"),
@@ -206,7 +210,49 @@ def test_corrupt_journal_fails_naming_the_path_and_is_kept(capsys, tmp_path, tex
     else:
         res = journal(capsys, path, node="n1", state="absent")
     assert res["rc"] == 1 and str(path) in res["msg"] and words in res["msg"]
+    assert "the balancer does not act while it cannot tell which node operations" in res["msg"]
     assert path.read_text() == text
+    assert sorted(os.listdir(path.parent)) in (["journal.json"], [".journal.json.guard", "journal.json"])
+
+
+@pytest.mark.parametrize("action", ["info", "present"])
+def test_unreadable_journal_or_a_directory_refuses_and_changes_nothing(capsys, tmp_path, monkeypatch, action):
+    path = journal_path(tmp_path)
+    path.mkdir(parents=True)  # a directory where the journal should be
+    res = info(capsys, path) if action == "info" else journal(capsys, path, node="n2", operation="join")
+    assert res["rc"] == 1 and "cannot read journal %s: it is a directory" % path in res["msg"]
+    assert "does not act" in res["msg"] and path.is_dir()
+    path.rmdir()
+    path.write_text('{"schema": 1, "operations": []}')
+    real_open = open
+
+    def deny(name, *args, **kw):  # injected: these tests run as root
+        if os.fspath(name) == str(path):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(name, *args, **kw)
+
+    from ansible_collections.gridengine.balancer.plugins.module_utils import balancer_state as bs
+    monkeypatch.setattr(bs, "open", deny, raising=False)
+    res = info(capsys, path) if action == "info" else journal(capsys, path, node="n2", operation="join")
+    assert res["rc"] == 1 and "cannot read journal %s: Permission denied" % path in res["msg"]
+    monkeypatch.undo()
+    assert path.read_text() == '{"schema": 1, "operations": []}'
+
+
+def test_journal_write_failure_keeps_the_record_it_had(capsys, tmp_path, monkeypatch):
+    path = journal_path(tmp_path)
+    assert journal(capsys, path, node="n1", operation="join")["changed"] is True
+    before = path.read_text()
+
+    def full(fd):
+        raise OSError(28, "No space left on device")
+
+    from ansible_collections.gridengine.balancer.plugins.module_utils import balancer_state as bs
+    monkeypatch.setattr(bs.os, "fsync", full)
+    res = journal(capsys, path, node="n1", state="absent")
+    assert res["rc"] == 1 and "No space left on device" in res["msg"] and "left as it was" in res["msg"]
+    monkeypatch.undo()
+    assert path.read_text() == before  # the join is still recorded: the next poll finishes it
 
 
 def test_an_empty_object_is_an_empty_journal(capsys, tmp_path):
@@ -267,3 +313,18 @@ def test_concurrent_records_are_all_kept(tmp_path):
     assert got == [(node, "ok") for node in nodes]
     operations, exists = bj.read_journal(path)
     assert exists and sorted(e["node"] for e in operations) == nodes
+
+
+@pytest.mark.parametrize("text, words", [
+    ("[" * 100000 + "]" * 100000, "is not valid JSON (nested too deeply)"),
+    ('{"schema": 1, "operations": [{"node": "n1", "operation": "join", "started": Infinity}]}',
+     "the entry of n1 has no numeric started"),
+    ('{"schema": 1, "operations": [{"node": "n1", "operation": "join", "started": NaN}]}',
+     "the entry of n1 has no numeric started"),
+])
+def test_fuzzed_journals_are_refused_not_a_traceback(capsys, tmp_path, text, words):
+    path = journal_path(tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_text(text)
+    for res in (info(capsys, path), journal(capsys, path, node="n1", operation="join")):
+        assert res["rc"] == 1 and words in res["msg"] and "does not act" in res["msg"]

@@ -321,7 +321,9 @@ def test_stale_takeover_in_check_mode_writes_nothing(capsys, tmp_path):
 
 @pytest.mark.parametrize("text, words", [
     ("{not json", "is not valid JSON"),
-    ("", "is not valid JSON"),
+    ("", "is empty"),
+    ("\n", "is empty"),
+    ('{"owner": "ctl1", "token": "abc", "acq', "is not valid JSON"),
     ("[1]", "holds a JSON list"),
     ('{"owner": "x", "acquired": 1, "expires": 2}', "has no valid token"),
     ('{"owner": "x", "token": "../../etc", "acquired": 1, "expires": 2}', "has no valid token"),
@@ -341,6 +343,61 @@ def test_corrupt_lock_fails_naming_the_path_and_is_kept(capsys, tmp_path, text, 
     assert res["rc"] == 1 and str(path) in res["msg"] and words in res["msg"]
     assert "remove it by hand" in res["msg"]
     assert path.read_text() == text
+
+
+@pytest.mark.parametrize("text", ["", '{"owner": "ctl1", "tok', "\x00\x00\x00", '{"owner": "x"}', "[]"])
+def test_corrupt_lock_is_held_until_mtime_plus_ttl_then_moved_aside_and_taken_over(capsys, tmp_path, clock,
+                                                                                   text):
+    """A corrupt lock names no holder or expiry: it counts as taken when the file was written."""
+    path = lock_path(tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_text(text)
+    os.utime(path, (NOW - 100, NOW - 100))
+    res = acquire(capsys, path, ttl=900)
+    assert res["rc"] == 1 and str(path) in res["msg"]
+    assert "last written 100s ago" in res["msg"] and "treated as held until 2023-11-14 22:26:40 UTC" in res["msg"]
+    assert path.read_text() == text
+    clock[0] = NOW - 100 + 900  # mtime + ttl: stale
+    res = acquire(capsys, path, ttl=900, _ansible_check_mode=True)
+    assert res["rc"] == 0 and res["action"] == "taken_over" and res["corrupt_lock"]["moved_to"] is None
+    assert path.read_text() == text
+    res = acquire(capsys, path, ttl=900)
+    assert res["rc"] == 0 and res["action"] == "taken_over" and "taken_over_from" not in res
+    moved = res["corrupt_lock"]["moved_to"]
+    assert moved == "%s.corrupt-20231114T222640Z.%s" % (path, res["token"])
+    assert open(moved).read() == text  # kept for a person, never deleted
+    assert res["corrupt_lock"]["modified"] == NOW - 100
+    assert any("kept as %s" % moved in w for w in warnings(res))
+    assert json.loads(path.read_text())["token"] == res["token"]
+    # the next one finds the new, live lock
+    res2 = acquire(capsys, path, owner="ctl2")
+    assert res2["rc"] == 1 and "locked by ctl1 pid 100 loadbalance.yml" in res2["msg"]
+
+
+def test_corrupt_lock_grace_uses_the_takers_ttl(capsys, tmp_path, clock):
+    path = lock_path(tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_text("garbage")
+    os.utime(path, (NOW - 100, NOW - 100))
+    assert acquire(capsys, path, ttl=101)["rc"] == 1
+    res = acquire(capsys, path, ttl=100)
+    assert res["rc"] == 0 and res["action"] == "taken_over"
+
+
+def test_corrupt_lock_replaced_between_read_and_rename_is_put_back(tmp_path):
+    path = lock_path(tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_text("garbage")
+    os.utime(path, (NOW - 5000, NOW - 5000))
+    with pytest.raises(bl.LockCorrupt) as exc:
+        bl.read_lock(str(path))
+    corrupt = bl._corrupt_lock(str(path), exc.value, 900, NOW)
+    # another process (without the guard) replaced it with a real lock meanwhile
+    os.unlink(path)
+    fresh = write_lock(path, owner="winner", token="f00d", acquired=NOW)
+    assert bl._take_over_corrupt(str(path), corrupt, "{}", "cafe", NOW) is False
+    assert json.loads(path.read_text()) == fresh
+    assert os.listdir(path.parent) == ["lock.json"]
 
 
 def test_lock_file_that_is_a_directory_fails(capsys, tmp_path):
@@ -482,3 +539,49 @@ def test_two_processes_race_to_acquire_exactly_one_wins(tmp_path, use_guard):
 @pytest.mark.parametrize("use_guard", [True, False], ids=["guarded", "link-rename-only"])
 def test_two_processes_race_to_take_over_a_stale_lock_exactly_one_wins(tmp_path, use_guard):
     _race(tmp_path, stale=True, use_guard=use_guard)
+
+
+def test_result_is_not_treated_as_a_file_result(capsys, tmp_path, monkeypatch):
+    """AnsibleModule stats a result's ``path`` (exists(), then lstat/stat) and adds owner, mode,
+    state...; a lock released by its holder between the two crashed a losing balancer with a
+    traceback (FileNotFoundError) instead of naming the holder. The modules now return ``path``
+    as it is."""
+    from ansible.module_utils import basic
+    path = lock_path(tmp_path)
+    holder = acquire(capsys, path, owner="ctl1")
+    os.unlink(path)  # released meanwhile ...
+    write_lock(path, owner="ctl3", acquired=NOW)
+    real_exists = basic.os.path.exists
+
+    def exists_then_gone(p):
+        found = real_exists(p)
+        if found and os.fsdecode(p) == str(path):
+            os.unlink(path)  # ... right after exists() said yes
+        return found
+
+    monkeypatch.setattr(basic.os.path, "exists", exists_then_gone)
+    res = acquire(capsys, path, owner="ctl2")
+    assert res["rc"] == 1 and "locked by ctl3" in res["msg"] and res["locked_by"]["owner"] == "ctl3"
+    assert not {"uid", "gid", "owner", "group", "mode", "state", "size"} & set(res)
+    assert holder["token"]
+
+
+@pytest.mark.parametrize("text, words", [
+    ("[" * 100000 + "]" * 100000, "is not valid JSON (nested too deeply)"),
+    ('{"owner": "x", "token": "abc", "acquired": 1, "expires": Infinity}', "has no numeric expires"),
+    ('{"owner": "x", "token": "abc", "acquired": NaN, "expires": 2}', "has no numeric acquired"),
+    ('{"owner": "x", "token": "abc", "acquired": 1e300, "expires": 2}', "has no numeric acquired"),
+    ('{"owner": "x", "token": "abc", "acquired": 1, "expires": -1e300}', "has no numeric expires"),
+])
+def test_fuzzed_lock_files_are_corrupt_not_a_traceback(capsys, tmp_path, text, words):
+    """Found by benchmarks/fuzz_parsers.py: RecursionError from json.loads, OverflowError when a
+    time that json reads (Infinity, 1e300) was printed in the message naming the holder."""
+    path = lock_path(tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_text(text)
+    with pytest.raises(bl.LockCorrupt) as exc:
+        bl.read_lock(str(path))
+    assert words in str(exc.value)
+    for args in ({"owner": "me"}, {"token": "abc"}, {"state": "absent", "token": "abc"}):
+        res = run_module(capsys, dict(args, path=str(path)))
+        assert res["rc"] == 1 and words in res["msg"]

@@ -74,9 +74,13 @@ class RunCommandMock(object):
         if "out_file" in call:
             with open(os.path.join(FIXTURES, call["out_file"]), "rb") as handle:
                 out = handle.read()
+            if "out_truncate" in call:
+                out = out[:call["out_truncate"]]
         else:
             out = call.get("out", "").encode("utf-8")
         err = call.get("err", "").encode("utf-8")
+        if call.get("timed_out"):
+            kwargs["before_communicate_callback"].timed_out = True
         if kwargs.get("encoding", "utf-8") is not None:
             out, err = out.decode("utf-8"), err.decode("utf-8")
         return call["rc"], out, err
@@ -219,3 +223,93 @@ def test_run_qacct_without_accounting_file_is_empty():
     assert sge_cmd.run_qacct(module, argv) == b""
     with pytest.raises(sge_cmd.SgeCommandError, match=r"failed \(rc 2\): error: denied$"):
         sge_cmd.run_qacct(module, ["sh", "-c", "echo 'error: denied' >&2; exit 2"])
+
+
+def test_run_sge_kills_a_command_that_outlives_its_timeout():
+    import sys
+    t0 = time.monotonic()
+    with pytest.raises(sge_cmd.SgeCommandError) as exc:
+        sge_cmd.run_sge(_module(), [sys.executable, "-c", "import sys, time; sys.stdout.write('<job_info');"
+                                    " sys.stdout.flush(); time.sleep(60)"], {}, timeout=1)
+    assert time.monotonic() - t0 < 10
+    assert str(exc.value).endswith("did not finish within 1s and was killed (is the qmaster reachable and "
+                                   "answering?); its output was not used")
+
+
+def test_run_sge_timeout_when_a_child_of_the_command_holds_its_output():
+    t0 = time.monotonic()
+    with pytest.raises(sge_cmd.SgeCommandError, match="still holds its output open"):
+        sge_cmd._call(_module(), ["sh", "-c", "sleep 20 & wait"], {}, timeout=1)
+    assert time.monotonic() - t0 < 15
+
+
+def test_run_sge_without_timeout_and_a_program_that_cannot_run(tmp_path):
+    script = tmp_path / "qstat"
+    script.write_text("not a program\n")
+    script.chmod(0o644)  # not executable
+    with pytest.raises(sge_cmd.SgeCommandError, match=r"^cannot run qstat -xml: Permission denied$"):
+        sge_cmd.run_sge(_module(), [str(script), "-xml"], {})
+
+
+def test_unexpected_parser_exception_is_a_failure_not_a_traceback(monkeypatch, tmp_path, capsys):
+    """A crash of the XML parser (reported to its owner if ever seen) still returns no facts."""
+    def crash(*args, **kwargs):
+        raise KeyError("JB_job_number")
+    monkeypatch.setattr(sge_queue_facts, "build_snapshot", crash)
+    monkeypatch.setattr(basic.AnsibleModule, "run_command",
+                        lambda self, args, **kw: (0, b"<job_info/>", b""))
+    monkeypatch.setattr(basic.AnsibleModule, "get_bin_path", lambda self, name, required=False, opt_dirs=None: "/bin/" + name)
+    with patch_module_args({"sge_root": str(tmp_path)}):
+        with pytest.raises(SystemExit):
+            sge_queue_facts.main()
+    result = json.loads(capsys.readouterr().out)
+    assert result["failed"] is True and "ansible_facts" not in result
+    assert result["msg"] == ("qstat -xml / qhost -xml: the output could not be parsed (KeyError: 'JB_job_number'; a bug "
+                             "in gridengine.balancer's parser, please report it with the output); no snapshot returned")
+
+
+FAKE_QSTAT = {
+    "dead qmaster": ("echo 'error: commlib error: got select error (Connection refused)' >&2\n"
+                     "echo 'error: unable to send message to qmaster using port 6444 on host \"vm\": got send error' >&2\n"
+                     "exit 1\n", "failed (rc 1): error: commlib error: got select error (Connection refused)"),
+    "broken XML": ("printf '<?xml version=\"1.0\"?>\\n<job_info><queue_info><Queue-List>'\n",
+                   "qstat -xml: "),  # the parser's own words
+    "empty output": ("exit 0\n", "exited 0 but printed nothing"),
+    "hangs": ("exec sleep 60\n", "did not finish within 1s and was killed"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(FAKE_QSTAT))
+def test_fake_qstat_programs_for_real(kind, tmp_path, capsys):
+    """The module end to end with real processes: a fake SGE_ROOT whose bin/lx-amd64 holds a
+    qstat script that fails (and a qhost that would work)."""
+    sge_root = make_sge_root(tmp_path, {})
+    bin_dir = os.path.join(sge_root, "bin", "lx-amd64")
+    os.makedirs(bin_dir)
+    for name, body in (("qstat", FAKE_QSTAT[kind][0]),
+                       ("qhost", "cat %s\n" % os.path.join(FIXTURES, "local_soge819", "qhost_q.xml"))):
+        path = os.path.join(bin_dir, name)
+        with open(path, "w") as handle:
+            handle.write("#!/bin/sh\n" + body)
+        os.chmod(path, 0o755)
+    with patch_module_args({"sge_root": sge_root, "command_timeout": 1}):
+        with pytest.raises(SystemExit):
+            sge_queue_facts.main()
+    result = json.loads(capsys.readouterr().out)
+    assert result["failed"] is True and "ansible_facts" not in result
+    assert FAKE_QSTAT[kind][1] in result["msg"] and result["msg"].endswith("; no snapshot returned")
+
+
+def test_settings_sh_with_bytes_that_are_not_utf8_and_bad_ports(tmp_path):
+    """Found by benchmarks/fuzz_parsers.py: UnicodeDecodeError, and ValueError from int(port)."""
+    common = tmp_path / "default" / "common"
+    common.mkdir(parents=True)
+    (common / "settings.sh").write_bytes(b"# \xe9crit par l'installateur\n"
+                                         b"SGE_ROOT=/var/lib/gridengine; export SGE_ROOT\n"
+                                         b"SGE_QMASTER_PORT=-1K; export SGE_QMASTER_PORT\n"
+                                         b"SGE_EXECD_PORT=99999\n")
+    settings = sge_cmd.read_settings(str(tmp_path), "default")
+    assert settings == {"SGE_ROOT": "/var/lib/gridengine"}
+    assert "SGE_QMASTER_PORT" not in sge_cmd.sge_environment(str(tmp_path), "default", None, settings)
+    (common / "settings.sh").write_text("SGE_QMASTER_PORT=\u00b2\nSGE_EXECD_PORT=6445\n")
+    assert sge_cmd.read_settings(str(tmp_path), "default") == {"SGE_EXECD_PORT": "6445"}
