@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # -*- coding: utf-8 -*-
 # Copyright: gridengine.balancer developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
@@ -90,6 +89,7 @@ def phase(label, count, args):
     route = status().get('route', {})
     jobs = [qsub(LOCAL, '-q', 'transfer.q', '-l', 'remote=true', '-N', 'route', '-v', 'SLEEP=%d' % args.sleep,
                  os.path.join(WORK, 'job.sh')) for dummy in range(count)]
+
     def all_placed():
         placed = where(jobs)
         return placed if len(placed) == len(jobs) else None

@@ -397,10 +397,10 @@ class LocalNode(object):
         ln.write_record(self.state_dir, record)
         waited = ln.wait_tcp(address, 22, params['ssh_timeout'])
         if waited is None:
-            self.fail('node %s started (pid %d) but its sshd on %s:22 did not answer within %ds; '
-                      'see %s and %s' % (self.name, pid, address, params['ssh_timeout'],
-                                         os.path.join(self.dir, 'console.log'),
-                                         os.path.join(self.dir, 'sshd.log')), pid=pid)
+            self.fail('node %s started (pid %d, %s) but its sshd on %s:22 did not answer within %ds; '
+                      'console: %s; sshd.log: %s' % (
+                          self.name, pid, 'alive' if ln.pid_alive(pid) else 'gone', address, params['ssh_timeout'],
+                          self.log_tail('console.log'), self.log_tail('sshd.log')), pid=pid)
         result = self.base_result(record, pid)
         result.update(changed=True, ssh_wait=waited,
                       msg='launched %s at %s' % (self.name, address))
@@ -427,14 +427,15 @@ class LocalNode(object):
             if not ln.pid_alive(launcher) or _zombie(launcher):
                 break
             time.sleep(0.05)
-        console_log = os.path.join(self.dir, 'console.log')
-        tail = ''
+        self.fail('the PID 1 of %s did not start; console: %s' % (self.name, self.log_tail('console.log')))
+
+    def log_tail(self, name, size=1500):
+        """The last ``size`` characters of a log file in the node's directory (for error messages)."""
         try:
-            with open(console_log) as handle:
-                tail = handle.read()[-2000:]
-        except (IOError, OSError):
-            pass
-        self.fail('the PID 1 of %s did not start; console: %s' % (self.name, tail.strip()))
+            with open(os.path.join(self.dir, name), errors='replace') as handle:
+                return handle.read()[-size:].strip() or '(empty)'
+        except (IOError, OSError) as exc:
+            return '(%s)' % exc
 
     def refuse_foreign_dir(self):
         """Fail when ``state_dir/name`` exists but is not a node directory of this provider: it is
