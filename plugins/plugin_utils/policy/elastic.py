@@ -317,8 +317,16 @@ def _read_state(state, warnings, trusted=False):
     for name, node in () if trusted else typed("nodes", Mapping, {}).items():
         if _is_mapping(node):
             get = node.get
-            nodes[str(name)] = {"first_seen": _num(get("first_seen")), "joined": _num(get("joined")),
-                                "last_busy": _num(get("last_busy"))}
+            record = {"first_seen": _num(get("first_seen")), "joined": _num(get("joined")),
+                      "last_busy": _num(get("last_busy"))}
+            damaged = [k for k, v in record.items() if v is None and get(k) is not None]
+            if damaged:
+                # a clock that cannot be read must not make the node look idle since first_seen:
+                # forget the node's record, so it is seen as new (its idle clock starts now)
+                warnings.append("state: node %s has unreadable %s; its idle clock starts again"
+                                % (name, ", ".join(sorted(damaged))))
+                continue
+            nodes[str(name)] = record
     for entry in typed("booting", list, []):
         requested = _num(entry.get("requested_at")) if isinstance(entry, Mapping) else _num(entry)
         if requested is not None:
