@@ -190,7 +190,7 @@ def read_record(state_dir, name):
     try:
         with open(path) as handle:
             record = json.load(handle)
-    except (IOError, OSError, ValueError):
+    except (IOError, OSError, ValueError, RecursionError):    # RecursionError: JSON nested too deeply
         return None
     if not isinstance(record, dict) or record.get('name') != name:
         return None

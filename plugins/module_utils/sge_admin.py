@@ -139,16 +139,17 @@ def parse_object(text):
     """
     obj = {}
     key = None
-    buf = None
+    pieces = None   # the pieces of the value being read, joined once at its end (a value continued
+    #                 over 100,000 lines, such as a large host group, stays linear)
     for raw in text.splitlines():
         line = raw.strip()
-        if buf is None:
+        if pieces is None:
             if not line or line.startswith("#"):
                 continue
             fields = line.split(None, 1)
             key = fields[0]
             part = fields[1].strip() if len(fields) > 1 else ""
-            buf = ""
+            pieces = []
         else:
             part = line
         cont = part.endswith("\\")
@@ -156,12 +157,14 @@ def parse_object(text):
             part = part[:-1].rstrip()
         if part:
             # qconf cuts after a comma or a space: "a, \" + "b" is "a,b", "a \" + "b" is "a b"
-            buf = (buf + ("" if buf.endswith(",") else " ") + part) if buf else part
+            if pieces and not pieces[-1].endswith(","):
+                pieces.append(" ")
+            pieces.append(part)
         if not cont:
-            obj[key] = buf
-            buf = None
-    if buf is not None:
-        obj[key] = buf
+            obj[key] = "".join(pieces)
+            pieces = None
+    if pieces is not None:
+        obj[key] = "".join(pieces)
     return obj
 
 
@@ -266,15 +269,28 @@ def _norm_token(attr, token):
     return _norm_scalar(token)
 
 
-def canonical(attr, value):
-    """Comparable form of an attribute value: keywords upper case, ``h:m:s`` in seconds,
-    numbers normalised, order ignored for list attributes, overrides keyed by host."""
-    default, overrides = split_value(value)
+def _canonical_default(attr, default):
     norm = [_norm_token(attr, t) for t in default]
     if attr in UNORDERED:
         norm.sort()
-    over = sorted((host.lower(), canonical(attr, inner)) for host, inner in overrides)
-    return (tuple(norm), tuple(over))
+    return tuple(norm)
+
+
+def canonical(attr, value):
+    """Comparable form of an attribute value: keywords upper case, ``h:m:s`` in seconds,
+    numbers normalised, order ignored for list attributes, overrides keyed by host.
+
+    An override's value is normalised the same way, one level only: Grid Engine never nests
+    overrides, so an override inside an override (``[a=[b=1]]``) is kept as its text, keyed by
+    host, instead of being followed (text nested thousands deep raised RecursionError).
+    """
+    default, overrides = split_value(value)
+    over = []
+    for host, inner in overrides:
+        inner_default, inner_overrides = split_value(inner)
+        nested = tuple(sorted((h.lower(), text) for h, text in inner_overrides))
+        over.append((host.lower(), (_canonical_default(attr, inner_default), nested)))
+    return (_canonical_default(attr, default), tuple(sorted(over)))
 
 
 def same_value(attr, a, b):

@@ -25,7 +25,9 @@ _FORBIDDEN_NAMES = {"\n": "newline", "\t": "tab", "\r": "carriage return"}
 
 # complex names as queue_conf/complex(5) allow them
 RESOURCE_NAME_RE = re.compile(r"\A[A-Za-z_][A-Za-z0-9_.-]*\Z")
-_TERSE_RE = re.compile(r"\A([0-9]+)(?:\.([0-9]+-[0-9]+:[0-9]+))?\Z")
+# a job id of at most 18 digits (Grid Engine's ids are 32-bit; a longer "id" is not one, and int()
+# refuses strings of more than 4,300 digits with ValueError)
+_TERSE_RE = re.compile(r"\A([0-9]{1,18})(?:\.([0-9]+-[0-9]+:[0-9]+))?\Z")
 
 
 class SubmitError(ValueError):

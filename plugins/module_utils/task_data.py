@@ -191,6 +191,9 @@ def _safe_members(tar, dest):
         name = os.path.normpath(member.name)
         if name.startswith("..") or os.path.isabs(name):
             raise TaskDataError("archive member %r points outside the copy" % member.name)
+        if name == "." and not member.isdir():
+            # "." is the copy's own directory: only the top directory may have that name
+            raise TaskDataError("archive member %r is not a directory but names the copy itself" % member.name)
         if not (member.isfile() or member.isdir() or member.issym()):
             raise TaskDataError("archive member %r is not a file, directory or symlink" % member.name)
         if member.issym():
@@ -201,12 +204,36 @@ def _safe_members(tar, dest):
     del dest
 
 
+def _unpack(archive, partial, job, task):
+    """Extract ``archive`` into ``partial``; TaskDataError naming the archive when it is damaged
+    (tarfile.ReadError), cannot be written as it is (a file where a directory is, ...) or holds
+    symbolic links that refer to each other in a loop (tarfile follows them when a link cannot be
+    made, RecursionError)."""
+    try:
+        with tarfile.open(archive, mode="r") as tar:
+            members = list(_safe_members(tar, partial))
+            if hasattr(tarfile, "data_filter"):
+                tar.extractall(partial, members=members, filter="data")
+            else:  # Python < 3.11.4: the members were checked by _safe_members above
+                for member in members:  # as the "data" filter: no set-id, sticky or group/other write
+                    member.mode &= ~(stat.S_ISUID | stat.S_ISGID | stat.S_ISVTX | stat.S_IWGRP | stat.S_IWOTH)
+                tar.extractall(partial, members=members)  # nosec B202: members checked
+    except RecursionError:
+        raise TaskDataError("archive %s of %s/%s cannot be unpacked: its links refer to each other in a loop" % (
+            archive, job, task))
+    except (tarfile.TarError, OSError) as exc:
+        raise TaskDataError("archive %s of %s/%s cannot be unpacked: %s" % (
+            archive, job, task, str(exc).replace("\n", " ") or type(exc).__name__))
+
+
 def receive(root, job, task, archive, checksum):
     """Unpack ``archive`` as the copy of job/task, verify ``checksum``, then give it its final name.
 
     Returns ``"present"`` when a copy with that checksum was already there (nothing changed),
     ``"received"`` otherwise.  A mismatch removes what was unpacked and raises; an existing copy
-    with other content raises (it is never overwritten).
+    with other content raises (it is never overwritten).  An archive that cannot be unpacked
+    (damaged, unsafe, or not writable as it is) raises TaskDataError naming it, and what was
+    unpacked is removed.
     """
     final = copy_dir(root, job, task)
     if os.path.isdir(final):
@@ -222,14 +249,7 @@ def receive(root, job, task, archive, checksum):
         shutil.rmtree(partial)
     os.mkdir(partial, DIR_MODE)
     try:
-        with tarfile.open(archive, mode="r") as tar:
-            members = list(_safe_members(tar, partial))
-            if hasattr(tarfile, "data_filter"):
-                tar.extractall(partial, members=members, filter="data")
-            else:  # Python < 3.11.4: the members were checked by _safe_members above
-                for member in members:  # as the "data" filter: no set-id, sticky or group/other write
-                    member.mode &= ~(stat.S_ISUID | stat.S_ISGID | stat.S_ISVTX | stat.S_IWGRP | stat.S_IWOTH)
-                tar.extractall(partial, members=members)  # nosec B202: members checked
+        _unpack(archive, partial, job, task)
         got = content_checksum(partial)
         if got != checksum:
             raise TaskDataError("copy of %s/%s from %s does not verify: checksum %s, source had %s" % (

@@ -100,10 +100,15 @@ def check(content, path="registry"):
 
 
 def read(path):
+    """The registry at ``path`` (empty when there is none); RegistryError when it cannot be read."""
     try:
         content, dummy_text = read_state(path)
     except StateFileError as exc:
         raise RegistryError(str(exc))
+    except RecursionError:
+        # JSON nested too deeply, should read_state let json's RecursionError through (it did when
+        # the parser fuzzing found it; docs/reliability/fuzzing.md)
+        raise RegistryError("state file %s is not valid JSON (nested too deeply); fix or remove it" % path)
     return check(content, path)
 
 

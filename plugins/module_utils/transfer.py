@@ -387,7 +387,9 @@ def cluster_memory(xml_text):
     root = ET.fromstring(xml_text)
     total = used = 0.0
     for host in root.iter('host'):
-        values = {v.get('name'): v.text for v in host.iter('hostvalue')}
+        # the values are children of their host: findall, not iter (iter walks the whole subtree,
+        # which is quadratic in a document of nested hosts)
+        values = {v.get('name'): v.text for v in host.findall('hostvalue')}
         mem_total, mem_used = parse_memory(values.get('mem_total')), parse_memory(values.get('mem_used'))
         if mem_total:
             total += mem_total
@@ -433,7 +435,7 @@ class Runner(object):
     def run(self, argv, env):
         try:
             proc = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, universal_newlines=True,
+                                  stderr=subprocess.PIPE, encoding='utf-8', errors='replace',
                                   timeout=self.timeout, check=False)
         except (OSError, subprocess.TimeoutExpired) as exc:
             return 127, '', str(exc)
@@ -441,8 +443,18 @@ class Runner(object):
 
 
 def load_config(path):
-    with open(path) as handle:
-        cfg = json.load(handle)
+    """The transfer queue's configuration (``transfer.json``); TransferError naming ``path`` when
+    it is not UTF-8 JSON of an object with the required keys, OSError when it cannot be read."""
+    with open(path, 'rb') as handle:
+        data = handle.read()
+    try:
+        cfg = json.loads(data.decode('utf-8'))
+    except UnicodeDecodeError as exc:
+        raise TransferError('%s: not UTF-8 (%s)' % (path, exc))
+    except ValueError as exc:
+        raise TransferError('%s: not valid JSON (%s)' % (path, exc))
+    except RecursionError:
+        raise TransferError('%s: not valid JSON (nested too deeply)' % path)
     if not isinstance(cfg, dict):
         raise TransferError('%s: not a JSON object' % path)
     for key in ('local', 'jobs_dir', 'bin_dir'):
@@ -479,7 +491,7 @@ def read_own_json(path):
             raise TransferError('%s belongs to another user' % path)
         try:
             data = json.load(handle)
-        except ValueError:
+        except (ValueError, RecursionError):    # not JSON (or nested too deeply): a broken record
             return None
     return data if isinstance(data, dict) else None
 
@@ -494,7 +506,7 @@ def read_status(cfg, now, max_age=None):
             return None
         if now - float(status.get('time', 0)) > max_age:
             return None
-    except (OSError, ValueError, TypeError):
+    except (OSError, ValueError, TypeError, RecursionError):
         return None
     return status
 

@@ -50,7 +50,7 @@ def _records(cfg, job, task):
             fd = os.open(path, os.O_RDONLY | getattr(os, 'O_NOFOLLOW', 0))
             with os.fdopen(fd) as handle:
                 rec = json.load(handle)
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):    # RecursionError: JSON nested too deeply
             continue
         if isinstance(rec, dict) and rec.get('remote_id'):
             out.append((str(rec['remote_id']), rec.get('partner') or tr.partners_of(cfg)[0]['name']))

@@ -178,6 +178,28 @@ def test_split_value_edge_cases():
     assert canonical("pe_list", "smp,[vm=mpi smp]") == canonical("pe_list", "smp,[vm=smp,mpi]")
 
 
+def test_overrides_nested_deep_are_compared_as_text():
+    # found by the parser fuzzing (docs/reliability/fuzzing.md): canonical followed an override
+    # inside an override, 1,000 deep raised RecursionError. Grid Engine never nests them: the
+    # override's own value is normalised, what is nested in it is compared as text.
+    deep = "1," + "[h=" * 5000 + "2" + "]" * 5000
+    assert canonical("slots", deep) == canonical("slots", deep.replace("[h=", "[H=", 1))
+    assert canonical("slots", "1,[h=[g=2]]") == (("1",), (("h", ((), (("g", "2"),))),))
+    assert canonical("slots", "1,[h=[g=2]]") != canonical("slots", "1,[h=[g=2.0]]")
+    # real values are read as before: the override's value normalised, keyed by host
+    assert canonical("load_thresholds", "np_load_avg=1.75,[VM=mem_free=2G,np_load_avg=1.50]") == (
+        ("np_load_avg=1.75",), (("vm", (("mem_free=2G", "np_load_avg=1.5"), ())),))
+
+
+def test_a_host_group_continued_over_100000_lines():
+    # found by the parser fuzzing: each continuation line copied the whole value so far (3.4 MB of
+    # qconf -shgrp took over 5 s); the pieces are now joined once
+    hosts = ["node%06d.example.org" % i for i in range(100000)]
+    text = "group_name @big\nhostlist " + " \\\n         ".join(hosts) + "\n"
+    assert parse_object(text) == {"group_name": "@big", "hostlist": " ".join(hosts)}
+    assert parse_object("a x, \\\n  y \\\n z,\\\n\nb \\\n  \\\n w\n") == {"a": "x,y z,", "b": "w"}
+
+
 @pytest.mark.parametrize("attr, value, text", [
     ("rerun", True, "TRUE"),
     ("rerun", False, "FALSE"),

@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import tarfile
 
 import pytest
@@ -128,3 +129,68 @@ def test_registry_switch_moves_and_corruption(tmp_path):
         json.dump({"version": 1, "jobs": {"bad name": {}}, "moves": {}}, handle)
     with pytest.raises(tr.RegistryError, match="not allowed"):
         tr.read(path)
+
+
+# ------------------------------------------------ found by the parser fuzzing (docs/reliability/fuzzing.md) --
+
+def _archive(path, members):
+    """A tar archive of (name, kind, data or link target) members, kind file, dir or sym."""
+    with tarfile.open(path, "w", format=tarfile.PAX_FORMAT) as tar:
+        for name, kind, extra in members:
+            info = tarfile.TarInfo(name)
+            if kind == "dir":
+                info.type, info.mode = tarfile.DIRTYPE, 0o755
+                tar.addfile(info)
+            elif kind == "sym":
+                info.type, info.linkname = tarfile.SYMTYPE, extra
+                tar.addfile(info)
+            else:
+                info.size = len(extra)
+                tar.addfile(info, io.BytesIO(extra))
+    return path
+
+
+@pytest.mark.parametrize("members, message", [
+    # a regular file named "." was extracted onto the copy's directory: IsADirectoryError
+    ([(".", "file", b"x")], "'.' is not a directory but names the copy itself"),
+    ([("./", "sym", "elsewhere")], "is not a directory but names the copy itself"),
+    # a link that cannot be made (a directory is there) is followed in the archive: RecursionError
+    ([(".", "dir", None), ("x", "dir", None), ("x", "sym", "y"), ("y", "sym", "x")],
+     "cannot be unpacked: its links refer to each other in a loop"),
+    # a file where a directory is: IsADirectoryError from tarfile
+    ([("d", "dir", None), ("d", "file", b"x")], "cannot be unpacked: .*Is a directory"),
+])
+def test_archives_that_cannot_be_unpacked(tmp_path, members, message):
+    archive = _archive(str(tmp_path / "a.tar"), members)
+    dst = str(tmp_path / "b")
+    with pytest.raises(td.TaskDataError, match=message):
+        td.receive(dst, "logs", "1", archive, "sha256:x")
+    assert os.listdir(os.path.join(dst, "logs")) == []       # the partial copy is removed
+
+
+@pytest.mark.parametrize("damage", ["truncate", "checksum", "garbage"])
+def test_a_damaged_archive_is_a_task_data_error(tmp_path, damage):
+    src, dst = str(tmp_path / "a"), str(tmp_path / "b")
+    _make(src, "logs", "1", {"data": b"x" * 5000})
+    archive, checksum, dummy = td.pack(src, "logs", "1")
+    with open(archive, "rb") as handle:
+        data = handle.read()
+    data = {"truncate": data[:700], "checksum": data[:148] + b"99999999" + data[156:],
+            "garbage": b"not an archive" * 100}[damage]
+    with open(archive, "wb") as handle:
+        handle.write(data)
+    with pytest.raises(td.TaskDataError, match=r"archive %s of logs/1 cannot be unpacked: " % re.escape(archive)):
+        td.receive(dst, "logs", "1", archive, checksum)
+    assert os.listdir(os.path.join(dst, "logs")) == []
+    with pytest.raises(td.TaskDataError, match="cannot be unpacked: .*No such file"):
+        td.receive(dst, "logs", "1", str(tmp_path / "missing.tar"), checksum)
+
+
+def test_a_deeply_nested_registry_is_a_registry_error(tmp_path):
+    # json.loads in balancer_state.read_state raises RecursionError; the registry names the file
+    path = tmp_path / "tasks.json"
+    path.write_bytes(b'{"version": 1, "jobs": ' + b"[" * 100000 + b"]" * 100000 + b"}")
+    with pytest.raises(tr.RegistryError, match="%s is not valid JSON" % re.escape(str(path))):
+        tr.read(str(path))
+    with pytest.raises(tr.RegistryError):
+        tr.update(str(path), lambda reg: reg)

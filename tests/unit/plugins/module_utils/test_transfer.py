@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import sys
 
 import pytest
 
@@ -436,3 +437,50 @@ def test_starter_takes_its_entry_of_the_routing_cycle(tmp_path):
     t.write_json_atomic(t.status_path(c), {'time': 1000, 'partners': {}, 'route': {'sequence': ['east', 'west', 'west']}})
     chosen = [t.Transfer(c, dict(ENV, JOB_ID=str(j)), clock=lambda: 1000).choose_partner()['name'] for j in range(6)]
     assert chosen == ['east', 'west', 'west'] * 2
+
+
+# ------------------------------------------------ found by the parser fuzzing (docs/reliability/fuzzing.md) --
+
+DEEP_JSON = b'{"local": ' + b'[' * 100000 + b']' * 100000 + b'}'
+
+
+@pytest.mark.parametrize('data, message', [
+    (b'{"local": "caf\xe9"}', 'not UTF-8'),
+    (DEEP_JSON, r'not valid JSON \(nested too deeply\)'),
+    (b'{"local": ', 'not valid JSON'),
+])
+def test_a_bad_config_is_a_transfer_error_naming_the_file(tmp_path, data, message):
+    path = tmp_path / t.CONFIG_NAME
+    path.write_bytes(data)
+    with pytest.raises(t.TransferError, match=message) as info:
+        t.load_config(str(path))
+    assert str(path) in str(info.value)
+    assert t.main('starter', str(tmp_path / 'starter'), argv=['starter', 'job.sh'], environ={}) == t.EXIT_FAILED
+
+
+def test_deeply_nested_records_and_status_read_as_broken(tmp_path):
+    c = cfg(tmp_path)
+    rec = tmp_path / 'jobs' / '1995.0.json'
+    rec.write_bytes(DEEP_JSON)
+    assert t.read_own_json(str(rec)) is None            # as any record that is not JSON
+    with open(t.status_path(c), 'wb') as handle:
+        handle.write(DEEP_JSON)
+    assert t.read_status(c, 0, max_age=10 ** 9) is None
+
+
+def test_cluster_memory_reads_each_hosts_own_values_in_linear_time():
+    # a host's values are its children; a nested host (not Grid Engine's output) is a host of its
+    # own, whose values are not the outer host's (host.iter() read them, quadratically)
+    nested = ('<qhost><host name="a"><hostvalue name="mem_total">1G</hostvalue>'
+              '<host name="b"><hostvalue name="mem_total">2G</hostvalue></host></host></qhost>')
+    assert t.cluster_memory(nested) == (3 * 1024 ** 3, 0.0)
+    deep = '<qhost>' + '<host name="h"><hostvalue name="mem_total">1K</hostvalue>' * 100000 + \
+        '</host>' * 100000 + '</qhost>'
+    assert t.cluster_memory(deep) == (100000 * 1024.0, 0.0)     # was > 5 s; a fraction of a second now
+
+
+def test_runner_replaces_output_bytes_that_are_not_utf8():
+    # a local process (not a Grid Engine command): a partner's qstat printing a Latin-1 job name
+    code = 'import sys; sys.stdout.buffer.write(b"job caf\\xe9\\n"); sys.stderr.buffer.write(b"\\xff")'
+    rc, out, err = t.Runner(timeout=30).run([sys.executable, '-c', code], dict(os.environ))
+    assert (rc, out, err) == (0, 'job caf\ufffd\n', '\ufffd')

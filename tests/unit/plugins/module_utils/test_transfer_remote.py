@@ -81,3 +81,10 @@ def test_no_partner_job(cfg):
     err = io.StringIO()
     assert trr.run('qacct', ['5'], cfg, FakeRunner({}), io.StringIO(), err) == 1
     assert 'no partner job found in cell remote' in err.getvalue()
+
+
+def test_a_deeply_nested_record_is_skipped(cfg, tmp_path):
+    # found by the parser fuzzing: json.load raised RecursionError (docs/reliability/fuzzing.md)
+    (tmp_path / '77.0.json').write_bytes(b'[' * 100000 + b']' * 100000)
+    (tmp_path / '77.1.json').write_text(json.dumps({'remote_id': '12'}))
+    assert trr._records(cfg, '77', None) == [('12', 'remote')]  # pylint: disable=protected-access

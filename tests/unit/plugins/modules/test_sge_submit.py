@@ -155,12 +155,14 @@ def test_job_names_grid_engine_accepts(name):
     (b"42\n", (42, None)),
     ("7.1-100:2\n", (7, "1-100:2")),
     ("warning: something\n12\n", (12, None)),
+    ("9" * 18 + "\n", (10 ** 18 - 1, None)),
 ])
 def test_parse_terse(out, expected):
     assert utils.parse_terse(out) == expected
 
 
-@pytest.mark.parametrize("out", ["", "Your job 3 has been submitted", "3x"])
+# "9" * 5858: found by the parser fuzzing, int() raised ValueError past 4,300 digits
+@pytest.mark.parametrize("out", ["", "Your job 3 has been submitted", "3x", "9" * 19, "9" * 5858 + "\n"])
 def test_parse_terse_refuses(out):
     with pytest.raises(utils.SubmitError):
         utils.parse_terse(out)
