@@ -359,6 +359,9 @@ class LocalNode(object):
         self.run([ip, '-n', self.name, 'link', 'set', 'dev', 'eth0', 'up'])
         self.run([ip, '-n', self.name, 'link', 'set', 'dev', 'lo', 'up'])
         self.run([ip, '-n', self.name, 'route', 'replace', 'default', 'via', str(maddr)])
+        # the master may still hold a neighbour (ARP) entry of an earlier node at this address, with
+        # that node's MAC: until it expires (up to ~50 s) the master cannot reach the new node
+        self.run([ip, 'neigh', 'flush', 'to', address])
 
         # the node's own /etc: a copy of the host's with its own hosts file and host keys
         etc = os.path.join(self.dir, 'etc')
