@@ -119,6 +119,7 @@ def main():
     parser.add_argument('--offset', type=int, default=0, help='start at task 1 + OFFSET')
     parser.add_argument('--join-from', type=int, help='skip the join points before this task (resume a run)')
     parser.add_argument('--leave-from', type=int, help='skip the leave points before this task (resume a run)')
+    parser.add_argument('--limit', type=int, help='at most this many points per operation')
     parser.add_argument('--settle', type=int, default=5, help='drain_settle_time of the leaves')
     parser.add_argument('--markdown')
     args = parser.parse_args()
@@ -158,6 +159,7 @@ def main():
         first = 1 + args.offset + max(0, ((getattr(args, op + '_from') or 1) - 1 - args.offset + args.stride - 1)
                                       // args.stride * args.stride)
         points[op] = [(index, tasks[index - 1][1], len(tasks)) for index in range(first, len(tasks) + 1, args.stride)]
+        points[op] = points[op][:args.limit] if args.limit else points[op]
         print('%s: %d task starts in an undisturbed run (%.0f s, rc %s); %d injection points' % (
             op, len(tasks), seconds, rc, len(points[op])))
     # a join point and a leave point in turn: a killed join that the poll finishes leaves the node
