@@ -37,7 +37,7 @@ if [ $integration = 1 ]; then
   ansible-playbook playbooks/local_cluster.yml -e cluster=mycluster -e local_cluster_nodes=2
   rc=0
   step "integration tests"
-  GEB_REQUIRE_CLUSTER=1 pytest tests/integration -q -m integration || rc=$?
+  GEB_REQUIRE_CLUSTER=1 pytest tests/integration -q -m integration --durations=25 || rc=$?
   step "molecule: node_join and node_leave scenarios on fresh namespace nodes"
   molecule test -s node_join || rc=$?
   molecule test -s node_leave || rc=$?
