@@ -614,3 +614,24 @@ class SgeAdmin(object):
             if same_host(name, host):
                 return values["load_avg"] is not None
         return False
+
+    def jobs_on_host(self, label, host):
+        """Numbers (sorted, once each) of the jobs with a task on ``host``, from
+        ``qstat -u '*' -s rs -g t -xml``: every state but pending (running, transferring,
+        suspended ``s``/``S``/``T``, restarted, being deleted), master or slave task (``-g t``
+        lists each slave task with its queue instance; without it only the master queue is
+        shown). qstat, not ``qhost -j``: it need not resolve the host's name. Raises
+        SgeAdminError when qstat fails or its output cannot be read."""
+        data = self.read(label, "qstat", ["-u", "*", "-s", "rs", "-g", "t", "-xml"], raw=True)
+        try:
+            parsed = parse_qstat(data, strict_schema=False)
+        except SgeParseError as exc:
+            raise SgeAdminError("%s: %s" % (label, exc))
+        found = set()
+        for job in parsed["running"]:
+            hosts = list(job["hosts"])
+            if job["host"]:
+                hosts.append(job["host"])
+            if any(same_host(name, host) for name in hosts):
+                found.add(job["id"])
+        return sorted(found)

@@ -26,6 +26,11 @@ description:
     added soon after it failed to resolve (or soon after it was removed) fails with
     C(can't resolve hostname). The module retries C(qconf -ah), C(-Ae) and C(-as) for up to
     O(resolve_timeout) seconds.
+  - O(state=absent) first looks for jobs on the host with C(qstat -u '*' -s rs -g t -xml), that
+    is any job that is not pending (running, transferring, suspended, being deleted) with its
+    master or a slave task in a queue instance of the host. It refuses while there is one,
+    naming the job numbers, and changes nothing, as C(qconf -ke) would kill them.
+    O(force=true) removes the host anyway, with a warning naming them.
   - O(state=absent) refuses while the host is still a member of a host group or named in a
     cluster queue's C(hostlist) (C(qconf -de) would fail), naming them; with
     O(purge_references=true) it removes it from them first (C(qconf -dattr)) and also purges
@@ -77,6 +82,13 @@ options:
         names it, and purge the per-host queue values kept for it, instead of failing.
     type: bool
     default: false
+  force:
+    description:
+      - With O(state=absent), remove the host even when jobs still run on it (their tasks on the
+        host are killed with its execd), or when C(qstat) cannot tell; a warning names them.
+      - V(false) refuses, naming the job numbers, before anything is changed. Drain the host first.
+    type: bool
+    default: false
   resolve_timeout:
     description:
       - Seconds to keep retrying C(qconf -ah), C(-Ae) and C(-as) while the qmaster answers
@@ -87,9 +99,11 @@ notes:
   - Run it on the qmaster host or another Grid Engine admin host, as a Grid Engine manager.
   - The host name must resolve on the qmaster (and back to the same name).
   - It does not wait for jobs to end. Drain the host first (M(gridengine.balancer.sge_queue)
-    with O(gridengine.balancer.sge_queue#module:instance_state=disabled)); Grid Engine refuses
-    C(qconf -de) while a queue instance on the host still has jobs.
+    with O(gridengine.balancer.sge_queue#module:instance_state=disabled), then wait until
+    C(qstat) shows no job on it); with jobs on it O(state=absent) fails unless O(force=true).
   - In check mode nothing is run that changes the cluster; the result tells what would change.
+    The read-only C(qstat) runs in check mode too, so a removal that would be refused fails
+    in check mode as well.
 attributes:
   check_mode:
     description: Can run in check_mode and return changed status prediction without modifying target.
@@ -122,6 +136,13 @@ EXAMPLES = r"""
     name: node003
     state: absent
     purge_references: true
+
+- name: Remove a dead node whose lost jobs are still listed (kills what is left of them)
+  gridengine.balancer.sge_exec_host:
+    name: node004
+    state: absent
+    purge_references: true
+    force: true
 """
 
 RETURN = r"""
@@ -158,6 +179,15 @@ references:
   returned: when O(state=absent)
   type: dict
   sample: {"hostgroups": ["@allhosts"], "queues": [], "overrides": ["all.q"]}
+jobs:
+  description:
+    - With O(state=absent) for an execution host, the numbers of the jobs found with a task on
+      the host (empty when it was idle). Only with O(force=true) can a removal go on with jobs
+      here. Not returned when O(force=true) and C(qstat) failed (a warning says so).
+  returned: when O(state=absent) and the host was an execution host
+  type: list
+  elements: int
+  sample: []
 commands:
   description:
     - The commands that changed the cluster, in order; in check mode, those that would have run.
@@ -329,10 +359,46 @@ def present(module, admin, label, name, before):
     return after, wanted_cv
 
 
+def _jobs_text(jobs, limit=20):
+    shown = ", ".join(str(j) for j in jobs[:limit])
+    if len(jobs) > limit:
+        shown += " and %d more" % (len(jobs) - limit)
+    return shown
+
+
+def _check_jobs(module, admin, label, exec_name):
+    """Job numbers on the host; refuses (SgeAdminError) while there are any, unless force."""
+    force = module.params["force"]
+    try:
+        jobs = admin.jobs_on_host(label, exec_name)
+    except SgeAdminError as exc:
+        if not force:
+            raise SgeAdminError(
+                "%s; cannot tell whether jobs still run on the host, so nothing was changed "
+                "(force=true removes it without knowing)" % exc)
+        module.warn("%s; cannot tell whether jobs still run on the host; removing it anyway "
+                    "(force=true)" % exc)
+        return None
+    if jobs and not force:
+        raise SgeAdminError(
+            "%s still has %d job(s) running, transferring or suspended: %s (qstat -u '*' -s rs "
+            "-g t); removing it would kill them (qconf -ke), so nothing was changed. Drain it "
+            "first (disable its queue instances, wait for the jobs to end) or set force=true"
+            % (label, len(jobs), _jobs_text(jobs)))
+    if jobs:
+        module.warn("%s: removing it with %d job(s) on it (force=true): %s; their tasks on the "
+                    "host are killed" % (label, len(jobs), _jobs_text(jobs)))
+    return jobs
+
+
 def absent(module, admin, label, name, before, result):
     after = dict(before, admin_host=False, exec_host=False, submit_host=False, complex_values={})
     groups, queues, overrides = ([], [], [])
     if before["exec_host"]:
+        # first, before anything changes: a host with jobs is not removed (unless force)
+        jobs = _check_jobs(module, admin, label, before["names"]["exec_host"])
+        if jobs is not None:
+            result["jobs"] = jobs
         groups, queues, overrides = _references(admin, label, name)
     result["references"] = dict(hostgroups=[g for g, _m in groups], queues=[q for q, _m in queues],
                                 overrides=[q for q, _m in overrides])
@@ -423,6 +489,7 @@ def main():
         submit_host=dict(type="bool", default=False),
         complex_values=dict(type="dict"),
         purge_references=dict(type="bool", default=False),
+        force=dict(type="bool", default=False),
         resolve_timeout=dict(type="int", default=90),
     )
     argument_spec.update(sge_argument_spec())
