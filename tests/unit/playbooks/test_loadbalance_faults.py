@@ -20,6 +20,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -137,6 +138,22 @@ def test_poll_with_a_failing_qstat_stops_before_anything_acts(tmp_path, qstat, q
     assert "ansible_facts" not in failed
     assert [c.split()[0] for c in calls] == programs
     assert_nothing_acted(tasks, calls, tmp_path)
+
+
+def test_poll_with_a_hanging_qstat_stops_after_command_timeout(tmp_path):
+    """command_timeout is a playbook variable handed to sge_queue_facts: a qmaster that does not
+    answer (here a qstat that sleeps) fails the poll after it, not after the module's 120 s."""
+    make_qmaster(tmp_path, "sleep 60\n")
+    started = time.monotonic()
+    rc, tasks, calls, proc = run_poll(tmp_path, command_timeout=2)
+    elapsed = time.monotonic() - started
+    assert rc == 2, proc.stderr[-2000:]
+    failed = result(tasks, "Read the queue and the hosts from the qmaster")
+    assert failed["failed"] is True
+    assert "qstat -u '*' -f -r -xml did not finish within 2s and was killed" in failed["msg"], failed["msg"]
+    assert [c.split()[0] for c in calls] == ["qstat"]
+    assert_nothing_acted(tasks, calls, tmp_path)
+    assert elapsed < 45, elapsed  # the sleep (60 s) was not waited for
 
 
 def test_poll_with_a_corrupt_journal_stops_before_reading_the_cluster(tmp_path):
