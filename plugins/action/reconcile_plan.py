@@ -53,6 +53,16 @@ def plain(value):
     return json.loads(json.dumps(value))
 
 
+def corrupt_warning(corrupt):
+    """The warning for a state file balancer_state found corrupt (and moved aside), as
+    elastic_plan gives it: what was wrong, where the file went, what an empty state means here."""
+    return ('%s; %s; this run reconciled from an empty state: the launch back-off and its failure count '
+            'are forgotten, and so are the instances seen before, so an exec host whose instance is gone '
+            'now is not removed and an unknown instance is only reported (docs/reliability/state-faults.md)'
+            % (corrupt.get('problem'), 'moved it aside to %s' % corrupt['moved_to']
+               if corrupt.get('moved_to') else 'it would be moved aside'))
+
+
 def run_reconcile(args, execute_state, check_mode=False, diff=False, clock=time.time):
     """The action's core without Ansible's task machinery.
 
@@ -79,6 +89,12 @@ def run_reconcile(args, execute_state, check_mode=False, diff=False, clock=time.
 
     mode = args.get('mode') or 'reconcile'
     result = {'state_path': state_path}
+    corrupt = res.get('corrupt')
+    if corrupt:
+        # balancer_state moved a corrupt file aside (its own warning stays in its result, which
+        # this action does not return): say it here, as elastic_plan does
+        result['state_corrupt'] = corrupt
+        result['warnings'] = [corrupt_warning(corrupt)]
     if mode == 'status':
         backoff = policy.backoff_status(old_state, now)
         result.update(changed=False, backoff=backoff,

@@ -313,6 +313,15 @@ state_path:
   returned: always
   type: str
   sample: /var/lib/gridengine-balancer/mycluster/state.json
+state_corrupt:
+  description:
+    - The state file was corrupt - C(problem), and C(moved_to) where M(gridengine.balancer.balancer_state)
+      moved it (null in check mode, where nothing is moved). The poll then decided from an empty state,
+      and the first warning says what that means.
+  returned: when the state file was corrupt
+  type: dict
+  sample: {"problem": "state file /var/lib/gridengine-balancer/mycluster/state.json is not valid JSON (...)",
+           "moved_to": "/var/lib/gridengine-balancer/mycluster/state.json.corrupt-20231114T221320Z-a1b2c3"}
 stats_file:
   description: The CSV the statistics row was appended to.
   returned: when O(dump_stats) or O(plot_stats) is true and not in check mode

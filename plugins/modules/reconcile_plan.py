@@ -193,4 +193,13 @@ state_path:
   returned: always
   type: str
   sample: /var/lib/gridengine-balancer/mycluster/reconcile.json
+state_corrupt:
+  description:
+    - The state file was corrupt - C(problem), and C(moved_to) where M(gridengine.balancer.balancer_state)
+      moved it (null in check mode, where nothing is moved). The run then started from an empty state,
+      and a warning says what that means.
+  returned: when the state file was corrupt
+  type: dict
+  sample: {"problem": "state file /var/lib/gridengine-balancer/mycluster/reconcile.json is not valid JSON (...)",
+           "moved_to": "/var/lib/gridengine-balancer/mycluster/reconcile.json.corrupt-20231114T221320Z-a1b2c3"}
 """

@@ -9,14 +9,18 @@ under tmp_path with module_utils.balancer_state, as the balancer_state module wo
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 
 import pytest
 
 from ansible.errors import AnsibleActionFail
+from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.gridengine.balancer.plugins.action import reconcile_plan as action
 from ansible_collections.gridengine.balancer.plugins.module_utils import balancer_state as bs
+from ansible_collections.gridengine.balancer.plugins.modules import balancer_state as state_module
 
 T0 = 1700000000.0
 
@@ -101,3 +105,51 @@ def test_default_path_and_clock(tmp_path):
     assert action.default_path('mycluster') == '/var/lib/gridengine-balancer/mycluster/reconcile.json'
     res = action.run_reconcile(args(tmp_path, now=None, mode='status'), Qmaster(), clock=lambda: T0)
     assert res['backoff']['active'] is False and res['summary'] == 'no launch back-off'
+
+
+# ---------------------------------------------------------------------------------------------
+# a corrupt state file, read by the real balancer_state module (its main(), in this process)
+# ---------------------------------------------------------------------------------------------
+
+def real_state_module(module_args, check_mode=False):
+    out = io.StringIO()
+    with patch_module_args(dict(module_args, _ansible_check_mode=check_mode)), contextlib.redirect_stdout(out):
+        try:
+            state_module.main()
+        except SystemExit:
+            pass
+    return json.loads(out.getvalue())
+
+
+@pytest.mark.parametrize('mode', ['reconcile', 'status'])
+def test_corrupt_state_is_moved_aside_and_the_warning_is_returned(tmp_path, mode):
+    path = tmp_path / 'reconcile.json'
+    path.write_text('{"schema": 1, "consecutive_failures": 3, "backoff_un')   # cut short
+    kw = {'exec_hosts': {'vm': {'load_avg': 0.5}}} if mode == 'reconcile' else {'mode': 'status'}
+    res = action.run_reconcile(args(tmp_path, **kw), real_state_module)
+    moved = res['state_corrupt']['moved_to']
+    assert moved and open(moved).read().startswith('{"schema": 1, "consecutive_failures": 3')
+    assert res['state_corrupt']['problem'].startswith('state file %s ' % path)
+    warning = res['warnings'][0]
+    assert warning.startswith('state file %s ' % path) and 'moved it aside to %s' % moved in warning
+    assert 'reconciled from an empty state: the launch back-off and its failure count are forgotten' in warning
+    assert res['backoff']['active'] is False
+    if mode == 'reconcile':
+        assert json.loads(path.read_text())['consecutive_failures'] == 0   # the new state is written
+
+
+def test_corrupt_state_in_check_mode_says_it_would_be_moved_and_moves_nothing(tmp_path):
+    path = tmp_path / 'reconcile.json'
+    path.write_text('[1, 2]')   # JSON, but not a state
+
+    def qmaster(module_args):
+        return real_state_module(module_args, check_mode=True)
+    res = action.run_reconcile(args(tmp_path, exec_hosts=['vm']), qmaster, check_mode=True)
+    assert res['state_corrupt']['moved_to'] is None
+    assert 'it would be moved aside' in res['warnings'][0]
+    assert path.read_text() == '[1, 2]' and sorted(p.name for p in tmp_path.iterdir()) == ['reconcile.json']
+
+
+def test_intact_state_gives_no_state_warning(tmp_path):
+    res = action.run_reconcile(args(tmp_path, exec_hosts=['vm']), real_state_module)
+    assert 'state_corrupt' not in res and 'warnings' not in res
