@@ -1,0 +1,113 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gridengine.balancer
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""roles/sge_cell, read as data (issue 7): its input checks refuse a value with a trailing
+newline (``\\Z``, not ``$``), and every file it writes has an explicit owner, group and mode.
+
+Nothing runs: the checks are evaluated with Ansible's Templar, as the assert task would."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
+
+# \Z inside a Jinja string literal: Jinja warns about the escape, the pattern reaches re unchanged
+pytestmark = pytest.mark.filterwarnings("ignore:invalid escape sequence:DeprecationWarning")
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+ROLE = os.path.join(REPO, "roles", "sge_cell")
+WRITERS = ("ansible.builtin.template", "ansible.builtin.copy", "ansible.builtin.file",
+           "ansible.builtin.lineinfile", "ansible.builtin.blockinfile")
+
+
+def _load(*parts):
+    return DataLoader().load_from_file(os.path.join(ROLE, *parts))
+
+
+def _conditions():
+    for task in _load("tasks", "main.yml"):
+        spec = task.get("ansible.builtin.assert")
+        if spec:
+            that = spec["that"]
+            return [that] if isinstance(that, str) else list(that)
+    raise AssertionError("no assert task in roles/sge_cell/tasks/main.yml")
+
+
+def failing(variables):
+    """The checks that are false or fail to evaluate (the assert fails on both)."""
+    templar = Templar(loader=DataLoader(), variables=variables)
+    out = []
+    for cond in _conditions():
+        try:
+            if not templar.evaluate_conditional(trust_as_template(cond)):
+                out.append(cond)
+        except Exception:  # pylint: disable=broad-except
+            out.append(cond)
+    return out
+
+
+def good():
+    defaults = dict(_load("defaults", "main.yml"))
+    return {k: defaults[k] for k in ("sge_cell_state", "sge_cell_name", "sge_cell_qmaster_port",
+                                     "sge_cell_execd_port", "sge_cell_gid_range", "sge_cell_execd_node")}
+
+
+def test_the_defaults_pass():
+    assert failing(good()) == []
+
+
+@pytest.mark.parametrize("var, value", [
+    ("sge_cell_name", "partner"), ("sge_cell_name", "Cell_2-b"),
+    ("sge_cell_gid_range", "1-2"), ("sge_cell_execd_node", ""), ("sge_cell_execd_node", "node-9"),
+])
+def test_good_values_pass(var, value):
+    assert failing(dict(good(), **{var: value})) == []
+
+
+@pytest.mark.parametrize("var, value", [
+    # a trailing newline: "$" matched before it, "\Z" does not
+    ("sge_cell_name", "remote\n"), ("sge_cell_gid_range", "65200-65299\n"), ("sge_cell_execd_node", "partner01\n"),
+    ("sge_cell_name", "remote\nx"), ("sge_cell_name", "../etc"), ("sge_cell_name", "default"),
+    ("sge_cell_gid_range", "65200"), ("sge_cell_execd_node", "Partner01"), ("sge_cell_execd_node", "-km"),
+])
+def test_bad_values_are_refused(var, value):
+    assert failing(dict(good(), **{var: value})), (var, value)
+
+
+def test_every_file_the_role_writes_has_owner_group_and_mode():
+    missing = []
+    tasks_dir = os.path.join(ROLE, "tasks")
+    for name in sorted(os.listdir(tasks_dir)):
+        stack = list(_load("tasks", name) or [])
+        while stack:
+            task = stack.pop()
+            for key in ("block", "rescue", "always"):
+                stack.extend(task.get(key) or [])
+            for module in set(WRITERS) & set(task):
+                spec = task[module]
+                if spec.get("state") == "absent":
+                    continue
+                missing.extend("%s: %s has no %s" % (name, task.get("name"), key)
+                               for key in ("owner", "group", "mode") if key not in spec)
+    assert missing == [], "\n".join(missing)
+
+
+def test_the_qconf_input_files_are_root_only():
+    """The files handed to qconf -A*/-M* (objects.yml) are read by qconf as root, like the work
+    directory they are in (present.yml: root, 0755)."""
+    found = {}
+    stack = list(_load("tasks", "objects.yml"))
+    while stack:
+        task = stack.pop()
+        stack.extend(task.get("block") or [])
+        for module in ("ansible.builtin.copy", "ansible.builtin.template"):
+            if module in task:
+                spec = task[module]
+                found[spec["dest"]] = (spec.get("owner"), spec.get("group"), spec.get("mode"))
+    assert len(found) == 3, found
+    assert set(found.values()) == {("root", "root", "0600")}, found
