@@ -48,6 +48,7 @@ __metaclass__ = type
 
 import json
 import os
+import pwd
 import re
 import subprocess
 import sys
@@ -920,16 +921,116 @@ def run_sensor(cfg, stdin, stdout, runner=None, reload=None, clock=time.time):
         stdout.flush()
 
 
-def main(action, script_path, argv=None, environ=None):
+# ----------------------------------------------------------------- the sensor's privileges --
+
+class PrivilegeError(TransferError):
+    """The load sensor could not become its unprivileged user."""
+
+
+def drop_privileges(user):
+    """Run as ``user`` from now on if started as root; ``(uid, gid)`` of the switch, or None.
+
+    Grid Engine's execd starts load sensors as root (``/bin/sh -c <path>`` without switching
+    user). The sensor needs no privilege: it reads the partners with ``qstat``/``qhost`` (any
+    user on a submit host may) and writes ``status.json`` into a directory its user owns. So,
+    before it reads its configuration, writes a file or runs a command, it takes the user's
+    uid and gid and no supplementary group (``setgroups([])``, ``setgid``, ``setuid``, in that
+    order: after ``setuid`` it could no longer change its groups), then checks that the ids
+    are the user's and that neither uid 0 nor gid 0 can be taken back. Started as another user
+    (a test, a manual run), it runs as that user. PrivilegeError when the user is unknown or
+    root, a switch fails, or root could be taken back: the sensor must not go on as root.
+    """
+    if os.getuid() != 0 and os.geteuid() != 0:
+        return None
+    if not user:
+        raise PrivilegeError('started as root and no user to run as was given (the load_sensor script '
+                             'predates transfer_queue_sensor_user: run the role transfer_queue again)')
+    try:
+        entry = pwd.getpwnam(user)
+    except KeyError:
+        raise PrivilegeError('the user %s does not exist on this host (transfer_queue_sensor_user): '
+                             'not running as root instead' % user)
+    uid, gid = entry.pw_uid, entry.pw_gid
+    if uid == 0 or gid == 0:
+        raise PrivilegeError('the user %s has uid %d and gid %d: the sensor runs neither as root nor in '
+                             'the root group' % (user, uid, gid))
+    try:
+        os.setgroups([])
+        os.setgid(gid)
+        os.setuid(uid)
+    except OSError as exc:
+        raise PrivilegeError('cannot switch to the user %s (uid %d, gid %d): %s' % (user, uid, gid, exc))
+    ids = (os.getuid(), os.geteuid(), os.getgid(), os.getegid())
+    groups = os.getgroups()
+    if ids != (uid, uid, gid, gid) or set(groups) - set([gid]):
+        raise PrivilegeError('after switching to %s the ids are uid %d/%d gid %d/%d groups %s, not %d/%d'
+                             % ((user,) + ids + (groups, uid, gid)))
+    for name, regain in (('uid 0', os.setuid), ('gid 0', os.setgid)):
+        try:
+            regain(0)
+        except OSError:
+            continue
+        raise PrivilegeError('after switching to %s the process could take %s back' % (user, name))
+    return uid, gid
+
+
+def sensor_failure(reason, sensor, stdin, stdout, stderr=None):
+    """Report a sensor that cannot work where Grid Engine shows it, then exit (EXIT_FAILED).
+
+    The execd reads a load sensor's stdout only (its stderr is never read). So the sensor waits
+    for the execd's request, answers with a report that closes the queue (the pending complex
+    at the unreachable value, as for a partner that does not answer) and a line of text, which
+    the execd logs as an error in its messages file (``Format error of loadsensor "<path>".
+    Received: "transfer_queue load_sensor error - <reason>"``), waits until the execd has read
+    the report (it asks for the next one), and exits. The execd keeps the report's values and
+    restarts the sensor at a later load report, which then says the same again. Nothing but
+    stdin and stdout (the execd's pipes) is used here: no file, no command.
+    """
+    sensor = sensor or {}
+    (stderr or sys.stderr).write('transfer load_sensor: %s\n' % reason)
+    # one line, no colon (a host:name:value line would be taken as a load value), not too long
+    # for the execd's buffer
+    text = 'transfer_queue load_sensor error - %s' % re.sub(r'[\x00-\x1f\x7f:]+', ' ', str(reason)).strip()
+    lines = ['begin']
+    host = str(sensor.get('host') or '')
+    closed = sensor.get('closed') or {}
+    if _SAFE_NAME.match(host):
+        for name in sorted(closed):
+            if _SAFE_NAME.match(str(name)) and re.match(r'^[0-9]+\Z', str(closed[name])):
+                lines.append('%s:%s:%s' % (host, name, closed[name]))
+    lines += [text[:900], 'end']
+    try:
+        line = stdin.readline()
+        if not line or line.strip() == 'quit':
+            return EXIT_FAILED
+        stdout.write('\n'.join(lines) + '\n')
+        stdout.flush()
+        stdin.readline()
+    except (OSError, ValueError):
+        pass
+    return EXIT_FAILED
+
+
+def main(action, script_path, argv=None, environ=None, sensor=None):
     """Entry point of the installed scripts: ``action`` is starter, suspend, resume, terminate or
-    load_sensor; the configuration is ``transfer.json`` beside ``script_path``."""
+    load_sensor; the configuration is ``transfer.json`` beside ``script_path``.
+
+    ``sensor`` (load_sensor only, written into its script by the role): ``user`` to run as when
+    started as root, ``host`` and ``closed`` (``{pending complex: unreachable value}``), the
+    report of a sensor that cannot work (``sensor_failure``)."""
     argv = sys.argv if argv is None else argv
     environ = dict(os.environ) if environ is None else environ
+    if action == 'load_sensor':
+        try:
+            drop_privileges((sensor or {}).get('user'))         # before anything is read
+            cfg_path = os.path.join(os.path.dirname(os.path.abspath(script_path)), CONFIG_NAME)
+            cfg = load_config(cfg_path)
+            return run_sensor(cfg, sys.stdin, sys.stdout, reload=lambda: load_config(cfg_path))
+        except (TransferError, OSError, ValueError) as exc:
+            return sensor_failure(str(exc), sensor, sys.stdin, sys.stdout)
     try:
         cfg_path = os.path.join(os.path.dirname(os.path.abspath(script_path)), CONFIG_NAME)
         cfg = load_config(cfg_path)
-        if action == 'load_sensor':
-            return run_sensor(cfg, sys.stdin, sys.stdout, reload=lambda: load_config(cfg_path))
         transfer = Transfer(cfg, environ)
         if action == 'starter':
             if len(argv) < 2:

@@ -827,7 +827,8 @@ def test_role_tasks_that_write_files_set_mode_and_owner():
     no_owner = {"Write the inventory file of live nodes", "Create the stage directory on the controller",
                 "Create the incoming directory on the target", "Send the archive to the target"}
     missing = []
-    for role in ("node_join", "node_leave", "provider_local", "provider_ec2", "sge_master", "task_rebalance"):
+    for role in ("node_join", "node_leave", "provider_local", "provider_ec2", "sge_master", "task_rebalance",
+                 "transfer_queue"):
         tasks_dir = os.path.join(REPO, "roles", role, "tasks")
         for name in sorted(os.listdir(tasks_dir)):
             stack = list(_load(os.path.join("roles", role, "tasks", name)) or [])
