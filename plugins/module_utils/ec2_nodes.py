@@ -11,7 +11,10 @@ What the modules ``ec2_node`` and ``ec2_node_info`` need that is not an API call
 * error classification (:func:`classify`): every EC2 error code the provider can meet while
   launching becomes a *kind* (``capacity``, ``spot``, ``limit``, ``throttling``, ``config``,
   ``timeout``, ``error``) and a sentence a person can act on;
-* a compact, JSON-friendly summary of an instance (:func:`summarize`).
+* a compact, JSON-friendly summary of an instance (:func:`summarize`);
+* the checks that an answer is one (:func:`page_instances`, :func:`launched_instance_id`): a
+  ``200 OK`` whose body is no EC2 answer (a middlebox's page, a body cut short) parses into a
+  dict without the operation's fields; it must fail, never read as "no instances".
 
 The modules do the calls; everything here is plain data in, plain data out, so it is tested
 without AWS and without moto.
@@ -141,6 +144,55 @@ def summary_message(node, failures, cleaned_up):
         parts.append('terminated what this launch had started: %s' % ', '.join(cleaned_up))
     parts.append('nothing of %s is left running' % node)
     return '; '.join(parts)
+
+
+def lost_answer(code, message, instance_type=None, subnet_id=None, market='on-demand'):
+    """A ``RunInstances`` call that got no usable answer (connection reset, read timeout, a body
+    that is no EC2 answer): EC2 may have launched the instance; no other type or subnet is tried."""
+    failure = classify(code, message, instance_type, subnet_id, market)
+    where = failure['msg'].split(' failed with ', 1)[0]
+    failure['try_next'] = False
+    failure['msg'] = ('%s got no usable answer (%s: %s) - EC2 may have launched the instance all the same; '
+                      'every live instance tagged for the node is terminated' % (where, code, message))
+    return failure
+
+
+# --------------------------------------------------------------------------------------------
+# answers
+# --------------------------------------------------------------------------------------------
+
+class MalformedAnswer(Exception):
+    """An answer without the fields its operation always has (EC2 sends ``<reservationSet/>`` even
+    when nothing matches): a ``200 OK`` from something that is not EC2, or a body cut short."""
+
+
+def _not_an_answer(operation, missing):
+    return MalformedAnswer('%s answered without %s: not an EC2 answer (a proxy or middlebox page, or a body cut '
+                           'short); it was not used' % (operation, missing))
+
+
+def page_instances(page):
+    """The instances of one ``DescribeInstances`` page (boto3's parsed answer); MalformedAnswer when the
+    page has no reservation set, so that a broken answer is never read as "no instances"."""
+    reservations = page.get('Reservations') if isinstance(page, dict) else None
+    if not isinstance(reservations, list):
+        raise _not_an_answer('DescribeInstances', 'a reservation set')
+    out = []
+    for reservation in reservations:
+        instances = reservation.get('Instances') if isinstance(reservation, dict) else None
+        if not isinstance(instances, list) or not all(isinstance(i, dict) and i.get('InstanceId') for i in instances):
+            raise _not_an_answer('DescribeInstances', 'the instance ids of a reservation')
+        out.extend(instances)
+    return out
+
+
+def launched_instance_id(answer):
+    """The instance id of a ``RunInstances`` answer (one instance); MalformedAnswer without one."""
+    instances = answer.get('Instances') if isinstance(answer, dict) else None
+    if not isinstance(instances, list) or not instances or not isinstance(instances[0], dict) \
+            or not instances[0].get('InstanceId'):
+        raise _not_an_answer('RunInstances', 'an instance id')
+    return instances[0]['InstanceId']
 
 
 # --------------------------------------------------------------------------------------------

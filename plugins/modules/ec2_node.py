@@ -25,6 +25,10 @@ description:
   - API calls are retried with jittered exponential back-off on throttling (C(RequestLimitExceeded),
     C(Throttling), ...) by C(amazon.aws)'s C(AWSRetry.jittered_backoff); botocore's own retries come
     on top of that.
+  - A C(RunInstances) call that gets no usable answer (the connection reset or timed out, or a C(200)
+    whose body is no EC2 answer) may have launched the instance - the launch stops there and the
+    clean-up terminates every live instance tagged for the node. A C(DescribeInstances) answer without
+    its reservation set is an error, never read as "no instance".
   - O(state=absent) terminates the node's instance(s), found by O(instance_id) or by the tags, and waits
     until they are terminated.
   - Registers nothing in Grid Engine. See C(docs/ec2.md).
@@ -283,6 +287,7 @@ import uuid
 
 try:
     import botocore
+    from botocore.parsers import ResponseParserError
 except ImportError:
     pass  # handled by AnsibleAWSModule
 
@@ -292,6 +297,18 @@ from ansible_collections.amazon.aws.plugins.module_utils.retries import AWSRetry
 from ansible_collections.gridengine.balancer.plugins.module_utils import ec2_nodes as en
 
 NOT_FOUND = ('InvalidInstanceID.NotFound',)
+
+
+def api_errors():
+    """Every way an EC2 call can fail: an error answer (ClientError, after the retries), no answer
+    (BotoCoreError: connection reset, timeout), or a 200 that is no EC2 answer."""
+    return (botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError, ResponseParserError,
+            en.MalformedAnswer)
+
+
+def lost_answers():
+    """The failures after which an EC2 call may have acted although no answer said so."""
+    return (botocore.exceptions.BotoCoreError, ResponseParserError, en.MalformedAnswer)
 
 
 class Api(object):
@@ -314,8 +331,7 @@ class Api(object):
         out = []
         while True:
             page = self.client.describe_instances(aws_retry=True, **kwargs)
-            for reservation in page.get('Reservations', []):
-                out.extend(en.summarize(i) for i in reservation.get('Instances', []))
+            out.extend(en.summarize(i) for i in en.page_instances(page))
             token = page.get('NextToken')
             if not token:
                 return en.sort_instances(out)
@@ -389,7 +405,9 @@ class Api(object):
 
 
 def client_error(exc):
-    err = exc.response.get('Error', {}) if hasattr(exc, 'response') else {}
+    """(code, message) of any API failure: EC2's error code, else the exception's class."""
+    response = getattr(exc, 'response', None)
+    err = response.get('Error', {}) if isinstance(response, dict) else {}
     return err.get('Code') or type(exc).__name__, err.get('Message') or str(exc)
 
 
@@ -427,12 +445,14 @@ def ensure_present(module, api, result):
 
     failures = []
     launched = False
+    started = None
     for itype, subnet in attempts:
         params = en.run_instances_params(cluster, name, itype, subnet, p, 'geb-%s' % uuid.uuid4().hex)
         if p.get('private_ip'):
             params['PrivateIpAddress'] = p['private_ip']
         try:
             res = api.client.run_instances(aws_retry=True, **params)
+            instance_id = en.launched_instance_id(res)
         except botocore.exceptions.ClientError as exc:
             code, message = client_error(exc)
             failure = en.classify(code, message, itype, subnet, p['market'])
@@ -441,50 +461,82 @@ def ensure_present(module, api, result):
             if failure['try_next']:
                 continue
             break
+        except lost_answers() as exc:
+            # no usable answer: EC2 may have launched it; fail_launch finds it by its tags
+            code, message = client_error(exc)
+            failure = en.lost_answer(code, message, itype, subnet, p['market'])
+            failure.update(instance_type=itype, subnet_id=subnet)
+            failures.append(failure)
+            break
         launched = True
-        instance_id = res['Instances'][0]['InstanceId']
-        if not p['wait']:
-            inst = api.one(instance_id) or {'instance_id': instance_id, 'state': 'pending'}
-            result.update(changed=True, instance=inst, instance_id=instance_id, address=inst.get('private_ip'),
-                          attempts=failures)
-            module.exit_json(**result)
-        inst, failure = api.wait_ready(instance_id, p['wait_timeout'], itype, subnet, p['market'])
-        if failure is None:
-            # No live instance of the node existed before this launch, so any other one now is ours:
-            # an earlier attempt whose answer was lost (EC2 honours ClientToken only per attempt).
-            extra = [i['instance_id'] for i in api.describe(filters=en.node_filters(cluster, name))
-                     if i['instance_id'] != instance_id]
-            if extra:
-                api.terminate(extra)
-                result['terminated'].extend(extra)
-                module.warn('%s: terminated %s, launched by an earlier attempt whose answer was lost'
-                            % (name, ', '.join(extra)))
-            result.update(changed=True, instance=inst, instance_id=instance_id, address=inst['private_ip'],
-                          attempts=failures)
-            module.exit_json(**result)
+        started = instance_id
+        try:
+            if not p['wait']:
+                inst = api.one(instance_id) or {'instance_id': instance_id, 'state': 'pending'}
+                result.update(changed=True, instance=inst, instance_id=instance_id, address=inst.get('private_ip'),
+                              attempts=failures)
+                module.exit_json(**result)
+            inst, failure = api.wait_ready(instance_id, p['wait_timeout'], itype, subnet, p['market'])
+            if failure is None:
+                # No live instance of the node existed before this launch, so any other one now is ours:
+                # an earlier attempt whose answer was lost (EC2 honours ClientToken only per attempt).
+                extra = [i['instance_id'] for i in api.describe(filters=en.node_filters(cluster, name))
+                         if i['instance_id'] != instance_id]
+                if extra:
+                    api.terminate(extra)
+                    result['terminated'].extend(extra)
+                    module.warn('%s: terminated %s, launched by an earlier attempt whose answer was lost'
+                                % (name, ', '.join(extra)))
+                result.update(changed=True, instance=inst, instance_id=instance_id, address=inst['private_ip'],
+                              attempts=failures)
+                module.exit_json(**result)
+        except api_errors() as exc:
+            # EC2 failed while the launched instance was waited for: it must not stay (fail_launch)
+            code, message = client_error(exc)
+            failure = en.classify(code, message, itype, subnet, p['market'], operation='launch of %s' % instance_id)
+            failure.update(try_next=False, instance_type=itype, subnet_id=subnet, instance_id=instance_id)
+            failures.append(failure)
+            break
         failure.update(instance_type=itype, subnet_id=subnet, instance_id=instance_id)
         failures.append(failure)
+        started = None
         # nothing half-launched stays: terminate it before trying the next pair
         if inst is None or inst['state'] != 'terminated':
-            api.terminate([instance_id])
+            try:
+                api.terminate([instance_id])
+            except api_errors():
+                started = instance_id  # fail_launch tries again and says so
+                break
             result['terminated'].append(instance_id)
         if not failure['try_next']:
             break
-    fail_launch(module, api, result, failures, launched)
+    fail_launch(module, api, result, failures, launched, started)
 
 
-def fail_launch(module, api, result, failures, launched):
-    """Terminate every live instance tagged for the node (a lost response may have launched one), fail."""
+def fail_launch(module, api, result, failures, launched, started=None):
+    """Terminate every live instance tagged for the node (a lost response may have launched one), fail.
+
+    ``started``: an instance this launch started and has not terminated yet; it is terminated even when
+    the instances cannot be listed.
+    """
     p = module.params
+    stuck = []
     try:
         left = api.describe(filters=en.node_filters(p['cluster'], p['name']))
         ids = [i['instance_id'] for i in left]
+    except api_errors() as exc:  # cannot list: terminate at least what this launch started
+        code, message = client_error(exc)
+        ids = []
+        stuck = ['(clean-up could not list the instances of %s: %s: %s)' % (p['name'], code, message)]
+    if started and started not in ids:
+        ids.append(started)
+    try:
         api.terminate(ids)
         result['terminated'].extend(i for i in ids if i not in result['terminated'])
-        stuck = api.wait_terminated(result['terminated'], p['wait_timeout']) if p['wait'] else []
-    except botocore.exceptions.ClientError as exc:  # the clean-up itself failed: say so, loudly
+        stuck.extend(api.wait_terminated(result['terminated'], p['wait_timeout']) if p['wait'] else [])
+    except api_errors() as exc:  # the clean-up itself failed: say so, loudly
         code, message = client_error(exc)
-        stuck = ['(clean-up failed: %s: %s)' % (code, message)]
+        stuck.append('(clean-up failed: %s: %s)' % (code, message))
     last = failures[-1] if failures else en.classify('error', 'no attempt made')
     msg = en.summary_message(p['name'], failures, result['terminated'])
     if stuck:
@@ -566,8 +618,8 @@ def main():
             ensure_present(module, api, result)
         else:
             ensure_absent(module, api, result)
-    except (botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError) as exc:
-        code, message = client_error(exc) if isinstance(exc, botocore.exceptions.ClientError) else (type(exc).__name__, str(exc))
+    except api_errors() as exc:
+        code, message = client_error(exc)
         failure = en.classify(code, message, operation='EC2 call for %s' % p['name'])
         result.update(error_kind=failure['kind'], error_code=failure['code'])
         module.fail_json_aws(exc, msg=failure['msg'], **result)

@@ -15,6 +15,9 @@ description:
     oldest first, as the reconciliation step (C(playbooks/tasks/reconcile.yml)) needs them - node name,
     instance id, state, private address, launch time, spot or on-demand.
   - Read-only. API calls are retried with jittered back-off on throttling.
+  - Either the whole list or a failure - when a call fails after its retries, gets no answer (connection
+    reset, timeout) or gets a C(200) that is no EC2 answer (no reservation set, XML cut short), the module
+    fails and returns no list at all, so that a failed listing is never read as "no instances".
 author:
   - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
@@ -78,7 +81,7 @@ EXAMPLES = r"""
 RETURN = r"""
 instances:
   description: The cluster's instances in the states asked for, oldest launch first.
-  returned: always
+  returned: success
   type: list
   elements: dict
   sample: [{"instance_id": "i-0123", "node": "node003", "cluster": "mycluster", "state": "running",
@@ -86,13 +89,21 @@ instances:
             "launch_time": 1700000000.0, "state_reason": null, "tags": {"Name": "node003"}}]
 nodes:
   description: Node name -> instance ids (several ids for one name are duplicates to look at).
-  returned: always
+  returned: success
   type: dict
   sample: {"node003": ["i-0123"]}
+error_code:
+  description: EC2's error code, or the class of the error when no EC2 answer came (C(ReadTimeoutError), C(MalformedAnswer), ...).
+  returned: failure
+  type: str
+  sample: RequestLimitExceeded
 """
+
+import traceback
 
 try:
     import botocore
+    from botocore.parsers import ResponseParserError
 except ImportError:
     pass  # handled by AnsibleAWSModule
 
@@ -126,13 +137,19 @@ def main():
     try:
         while True:
             page = client.describe_instances(aws_retry=True, **kwargs)
-            for reservation in page.get('Reservations', []):
-                found.extend(en.summarize(i) for i in reservation.get('Instances', []))
+            found.extend(en.summarize(i) for i in en.page_instances(page))
             if not page.get('NextToken'):
                 break
             kwargs['NextToken'] = page['NextToken']
-    except (botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError) as exc:
-        module.fail_json_aws(exc, msg='cannot list the instances of cluster %s' % p['cluster'])
+    except (botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError, ResponseParserError,
+            en.MalformedAnswer) as exc:
+        # no partial list: what was read before the failure is dropped with it
+        response = getattr(exc, 'response', None)
+        err = response.get('Error', {}) if isinstance(response, dict) else {}
+        code = err.get('Code') or type(exc).__name__
+        module.fail_json(msg='cannot list the instances of cluster %s: DescribeInstances failed with %s: %s; '
+                             'no instance list returned' % (p['cluster'], code, err.get('Message') or exc),
+                         error_code=code, exception=traceback.format_exc())
     found = en.sort_instances(found)
     nodes = {}
     for inst in found:

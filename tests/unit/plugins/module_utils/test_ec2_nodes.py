@@ -135,3 +135,34 @@ def test_summarize_describe_instances_item():
     assert out['state_reason'] == {'code': 'Server.SpotInstanceTermination', 'message': 'gone'}
     assert en.summarize({'InstanceId': 'i-2', 'LaunchTime': '2023-11-14T22:13:20Z'})['launch_time'] == 1700000000.0
     assert en.summarize({'InstanceId': 'i-3'})['launch_time'] is None
+
+
+@pytest.mark.parametrize('page', [
+    {},                                                    # a 200 whose body is no EC2 answer (a middlebox page)
+    {'ResponseMetadata': {'HTTPStatusCode': 200}},
+    {'Reservations': None},
+    {'Reservations': [{'ReservationId': 'r-1'}]},          # a reservation without its instances
+    {'Reservations': [{'Instances': [{'State': {'Name': 'running'}}]}]},  # an instance without an id
+    None,
+])
+def test_a_describe_answer_without_its_fields_is_no_answer_never_no_instances(page):
+    with pytest.raises(en.MalformedAnswer, match='^DescribeInstances answered without .*: not an EC2 answer'):
+        en.page_instances(page)
+
+
+def test_describe_and_run_answers():
+    inst = {'InstanceId': 'i-1', 'State': {'Name': 'running'}}
+    assert en.page_instances({'Reservations': []}) == []  # EC2's answer when nothing matches
+    assert en.page_instances({'Reservations': [{'Instances': [inst]}, {'Instances': []}]}) == [inst]
+    assert en.launched_instance_id({'Instances': [inst]}) == 'i-1'
+    for answer in ({}, {'Instances': []}, {'Instances': [{}]}, None):
+        with pytest.raises(en.MalformedAnswer, match='^RunInstances answered without an instance id'):
+            en.launched_instance_id(answer)
+
+
+def test_lost_answer_is_no_capacity_problem_and_says_ec2_may_have_acted():
+    out = en.lost_answer('ReadTimeoutError', 'Read timeout on endpoint URL', 't3.micro', 'subnet-1')
+    assert out['kind'] == 'error' and out['try_next'] is False and out['code'] == 'ReadTimeoutError'
+    assert out['msg'] == ('RunInstances (t3.micro in subnet-1) got no usable answer (ReadTimeoutError: Read timeout on '
+                          'endpoint URL) - EC2 may have launched the instance all the same; every live instance '
+                          'tagged for the node is terminated')
