@@ -271,7 +271,7 @@ def main():
 
     def sampler():
         with open(samples_path, 'w', newline='') as handle:
-            writer = csv.writer(handle)
+            writer = csv.writer(handle, lineterminator='\n')
             writer.writerow(['seconds', 'controller_rss_kib', 'controller_open_files', 'tree_rss_kib',
                              'tree_processes', 'exec_hosts', 'jobs_active', 'drains', 'removed'])
             while not stop_all.is_set():
