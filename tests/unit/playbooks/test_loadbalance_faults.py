@@ -59,7 +59,9 @@ def make_qmaster(tmp_path, qstat, qhost=None):
     return root
 
 
-def run_poll(tmp_path, check=False, **extra):
+def run_playbook(tmp_path, check=False, **extra):
+    """loadbalance.yml on the fake qmaster with the test's variables (``extra`` overrides them);
+    (the process, the json callback's output)."""
     qmaster = tmp_path / "qmaster"
     inventory = tmp_path / "inventory.json"
     inventory.write_text(json.dumps({"all": {"children": {"faketest": {"children": {"faketest_master": {
@@ -79,10 +81,16 @@ def run_poll(tmp_path, check=False, **extra):
     proc = subprocess.run(argv, cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=300,
                           check=False)
     try:
-        out = json.loads(proc.stdout)
+        # from the first "{" line: the pause module (between polls) prints its own lines first
+        out = json.loads(proc.stdout[proc.stdout.index("{\n"):])
     except ValueError:  # pragma: no cover - shown when the play itself broke
         raise AssertionError("ansible-playbook printed no JSON (rc %d):\n%s\n%s"
                              % (proc.returncode, proc.stdout[-3000:], proc.stderr[-3000:]))
+    return proc, out
+
+
+def run_poll(tmp_path, check=False, **extra):
+    proc, out = run_playbook(tmp_path, check, **extra)
     tasks = [(t["task"]["name"], t["hosts"].get("vm", {})) for t in out["plays"][0]["tasks"]]
     calls = (tmp_path / "calls.log").read_text().splitlines() if (tmp_path / "calls.log").exists() else []
     return proc.returncode, tasks, calls, proc
