@@ -19,8 +19,8 @@ step "setup"
 bash scripts/setup.sh
 export PATH=$ROOT/.venv/bin:$PATH
 
-step "unit tests"
-pytest tests/unit -q
+step "unit tests (one worker per core)"
+pytest tests/unit -q -n auto
 
 if [ $sanity = 1 ]; then
   step "ansible-test sanity"
