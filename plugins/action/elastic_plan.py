@@ -8,7 +8,8 @@ One poll of the elastic load balancer, on the controller:
 1. validate the task's arguments against the argument spec built from the module's DOCUMENTATION
    (one source of truth for docs and validation);
 2. read the state on the task's host (the qmaster) with gridengine.balancer.balancer_state;
-3. ``elastic.decide(snapshot, state, config, now=snapshot["taken_at"])``;
+3. ``elastic.decide(snapshot, state, config, now=snapshot["taken_at"], launches=...)`` (``launches``:
+   the provider's launch back-off and failures, when the task has them);
 4. write the new state back with the same module (not in check mode);
 5. append the statistics row and redraw the plots on the controller (not in check mode), with the
    node-hours and cost of the interval since the previous row when there is an instance_hour_price;
@@ -114,7 +115,7 @@ def plan_poll(args, execute_state, check_mode=False, diff=False, home=None):
 
     # 2. the decision (pure)
     try:
-        plan = elastic.decide(snapshot, old_state, config, now)
+        plan = elastic.decide(snapshot, old_state, config, now, launches=args.get("launches"))
     except ValueError as exc:
         raise AnsibleActionFail("%s; nothing written" % exc)
     new_state = plan.pop("state")

@@ -186,6 +186,24 @@ options:
         counts as booting (towards O(max_nodes), and against the nodes needed for waiting slots).
     type: int
     default: 1200
+  launches:
+    description:
+      - What the cloud provider's reconciliation knows about launches, for clusters whose nodes a provider
+        launches (the playbook passes it with C(cluster_provider=ec2)). Unset, nothing changes.
+      - While the back-off is active the plan adds no node and holds growth with the back-off's reason (the
+        launches would be refused), and records no booting request for it.
+      - A request of an earlier plan whose launch failed (a failure newer than the ones the state has seen,
+        of a node that is not a host) no longer counts as booting, so growth resumes when the back-off ends
+        rather than after O(boot_timeout). A node that launched and has not joined yet still counts.
+    type: dict
+    suboptions:
+      backoff:
+        description: RV(gridengine.balancer.reconcile_plan#module:backoff) (C(active), C(reason) are read).
+        type: dict
+      failures:
+        description: RV(gridengine.balancer.reconcile_plan#module:failures) (C(time), C(node), C(kind), C(code) are read).
+        type: list
+        elements: dict
 notes:
   - The task must run on the qmaster host (the state file is there). The plan is computed on the controller.
   - The task reports C(changed) when the state file changed, which is nearly every poll (it records the poll time).

@@ -188,6 +188,16 @@ backoff:
   returned: always
   type: dict
   sample: {"active": true, "until": 1700000300.0, "remaining": 300.0, "failures": 1, "reason": "launches back off for 5m00s more ..."}
+failures:
+  description:
+    - The launch failures kept in the state (the last 20, oldest first), each with C(time) (this module's
+      clock), C(node), C(kind), C(code), C(message) and, for an instance that was launched, C(instance_id).
+    - M(gridengine.balancer.elastic_plan) takes them with RV(backoff) as its O(gridengine.balancer.elastic_plan#module:launches).
+  returned: with O(mode=reconcile)
+  type: list
+  elements: dict
+  sample: [{"time": 1700000000.0, "node": "node005", "kind": "capacity", "code": "InsufficientInstanceCapacity",
+            "message": "no c5.large in eu-west-1a"}]
 state_path:
   description: The state file on the task's host.
   returned: always

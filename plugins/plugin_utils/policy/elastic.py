@@ -27,6 +27,11 @@ Two profiles:
     slots per node)``; remove a node idle for ``idle_time`` while nothing that fits waits.
 
 Every plan item carries a reason a person can read.
+
+``decide(..., launches=...)`` (optional) is what the cloud provider's reconciliation knows about
+launches (``reconcile_plan``'s ``backoff`` and ``failures``): while launches back off, growth is
+held with the back-off as its reason, and a request whose launch failed no longer counts as booting
+(:meth:`_Decision._forget_failed_launches`).
 """
 
 from __future__ import annotations
@@ -310,7 +315,14 @@ def _read_state(state, warnings, trusted=False):
         "running": {},
         "started": [],
         "finished": [],
+        # the newest launch failure (``launches``) already taken into account; the key is absent
+        # from states written before launches were known (then every failure so far counts as seen)
+        "launch_failure_known": "last_launch_failure" in state,
+        "last_launch_failure": _num(state.get("last_launch_failure")),
     }
+    if out["last_launch_failure"] is None and state.get("last_launch_failure") is not None:
+        warnings.append("state: 'last_launch_failure' is not a time; ignored (the launch failures known now count as seen)")
+        out["launch_failure_known"] = False
     if trusted and "nodes" in state:
         out["nodes"] = state["nodes"]
     nodes = out["nodes"]
@@ -353,14 +365,55 @@ def _read_state(state, warnings, trusted=False):
 # the decision
 # --------------------------------------------------------------------------------------------
 
-def decide(snapshot, state, config, now):
-    """Decide how to resize the cluster.  Pure: returns a new plan dict, mutates nothing."""
+def check_launches(launches):
+    """``launches`` as :func:`decide` reads it: ``None``, or ``{"backoff": reason or None, "failures": [...]}``.
+
+    ``launches`` is ``{"backoff": ..., "failures": [...]}`` from ``reconcile_plan``: ``backoff`` its
+    back-off status (``active``, ``reason``), ``failures`` its failure history (mappings with
+    ``time``, ``node``, ``kind``; ``time`` on the reconciliation's clock).  Raises ``ValueError``
+    naming the bad part.
+    """
+    if launches is None:
+        return None
+    if not isinstance(launches, Mapping):
+        raise ValueError("launches: must be a mapping with 'backoff' and 'failures', got %s" % type(launches).__name__)
+    backoff = launches.get("backoff")
+    if backoff is None:
+        backoff = {}
+    if not isinstance(backoff, Mapping):
+        raise ValueError("launches: 'backoff' must be a mapping (reconcile_plan's backoff), got %s"
+                         % type(backoff).__name__)
+    failures = launches.get("failures")
+    if failures is None:
+        failures = []
+    if not isinstance(failures, (list, tuple)):
+        raise ValueError("launches: 'failures' must be a list (reconcile_plan's failures), got %s"
+                         % type(failures).__name__)
+    out = []
+    for index, failure in enumerate(failures):
+        if not isinstance(failure, Mapping) or not _is_number(failure.get("time")):
+            raise ValueError("launches: failures[%d] must be a mapping with a 'time' in seconds, got %r"
+                             % (index, failure))
+        out.append({"time": float(failure["time"]), "node": str(failure.get("node") or ""),
+                    "kind": str(failure.get("kind") or "error"), "code": str(failure.get("code") or "")})
+    reason = None
+    if backoff.get("active") is True:
+        reason = backoff.get("reason") if isinstance(backoff.get("reason"), str) and backoff["reason"] else \
+            "launches back off"
+    return {"backoff": reason, "failures": out}
+
+
+def decide(snapshot, state, config, now, launches=None):
+    """Decide how to resize the cluster.  Pure: returns a new plan dict, mutates nothing.
+
+    ``launches`` (optional, see :func:`check_launches`): the provider's launch back-off and failures.
+    """
     cfg = validate_config(config)
     check_snapshot(snapshot)
     if not _is_number(now):
         raise ValueError("now: must be seconds since the epoch, got %r" % (now,))
     now = float(now)
-    return _Decision(snapshot, state, cfg, now).run()
+    return _Decision(snapshot, state, cfg, now, launches=check_launches(launches)).run()
 
 
 def _decide_validated(snapshot, state, cfg, now, lean=False, hints=None):
@@ -390,8 +443,9 @@ def _decide_validated(snapshot, state, cfg, now, lean=False, hints=None):
 class _Decision(object):
     """One call of decide(); attributes are the working data of that call."""
 
-    def __init__(self, snapshot, state, cfg, now, lean=False, hints=None):
+    def __init__(self, snapshot, state, cfg, now, lean=False, hints=None, launches=None):
         self.lean = lean
+        self.launches = launches
         self.hints = hints
         self.snap = snapshot
         self.cfg = cfg
@@ -445,6 +499,11 @@ class _Decision(object):
         for name in appeared:
             joined = booting.pop(0) if booting else now
             new_nodes[name] = {"first_seen": now, "joined": joined, "last_busy": None}
+        self.launch_mark_known = prev["launch_failure_known"]
+        self.launch_mark = prev["last_launch_failure"]
+        self.launch_items = []
+        if self.launches is not None:
+            self._forget_failed_launches(booting)
         expired = [t for t in booting if now - t > cfg["boot_timeout"]]
         if expired:
             self.warnings.append(
@@ -512,6 +571,39 @@ class _Decision(object):
             elif gap > 3 * cfg["interval"]:
                 self.warnings.append("previous poll was %s ago (interval %s): idle times and job history "
                                      "may have gaps" % (fmt_duration(gap), fmt_duration(cfg["interval"])))
+
+    def _forget_failed_launches(self, booting):
+        """Drop from ``booting`` (sorted, oldest first) the requests whose launch failed.
+
+        A failure of ``launches`` is new when it is later than the newest one this state has seen
+        (both on the reconciliation's clock, never compared with ``now``); a state that has not
+        seen failures yet (written before launches were known, or the first poll) takes the ones
+        listed now as seen.  A new failure of kind ``timeout`` is an instance that launched and
+        was terminated later: its request stays until ``boot_timeout``, as before.  Any other kind
+        is a launch that failed: the poll launches a plan's nodes one after the other and stops at
+        the first failure, so the newest plan's requests still booting (those of its nodes that
+        joined were taken by the new hosts) failed or were never launched, and are dropped.
+        """
+        failures = self.launches["failures"]
+        newest = max((f["time"] for f in failures), default=None)
+        mark = self.launch_mark
+        fresh = [f for f in failures if mark is None or f["time"] > mark] if self.launch_mark_known else []
+        if newest is not None:
+            self.launch_mark = newest if mark is None else max(mark, newest)
+        self.launch_mark_known = True
+        failed = [f for f in fresh if f["kind"] != "timeout"]
+        if not failed or not booting:
+            return
+        newest_request = booting[-1]
+        dropped = 0
+        while booting and booting[-1] == newest_request:
+            booting.pop()
+            dropped += 1
+        last = failed[-1]
+        self.launch_items.append({"action": "none", "reason": "no longer booting: %s requested %s ago, whose launch "
+                                  "failed (%s on %s%s)" % (
+                                      _plural(dropped, "node"), fmt_duration(self.now - newest_request), last["kind"],
+                                      last["node"] or "?", (": %s" % last["code"]) if last["code"] else "")})
 
     def _records_from_hints(self, hints, new_nodes):
         """The per-node loop of :meth:`_census` with the caller's host status (``hints``).
@@ -1067,7 +1159,13 @@ class _Decision(object):
 
         add = 0
         count, reason, floor, floor_reason = self._grow()
-        if count > 0 and stable and count >= floor:
+        backoff = self.launches["backoff"] if self.launches is not None else None
+        if backoff and (count > 0 or floor > 0):
+            # the launches would be refused: hold, and record no request that would not be launched
+            want, why = (count, reason) if count >= floor else (floor, floor_reason)
+            self.items.append({"action": "hold", "count": 0, "reason": "hold: %s (would add %s: %s)" % (
+                backoff, _plural(want, "node"), why)})
+        elif count > 0 and stable and count >= floor:
             add = count
             self.items.append({"action": "add", "count": add,
                                "reason": "add %s: %s" % (_plural(add, "node"), reason)})
@@ -1083,6 +1181,7 @@ class _Decision(object):
                 hold_reason, _plural(count, "node"), reason)})
         else:
             self.items.append({"action": "none", "reason": "no node added: %s" % reason})
+        self.items.extend(self.launch_items)
 
         # Removal: only when nothing waits (StarCluster: no qw job), and never while adding.
         remove = []
@@ -1165,6 +1264,8 @@ class _Decision(object):
             "booting": [{"requested_at": t} for t in booting],
             "jobs": self.jobs_state,
         }
+        if self.launch_mark_known:
+            new_state["last_launch_failure"] = self.launch_mark
 
         parts = []
         if add:

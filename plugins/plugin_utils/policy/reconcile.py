@@ -308,6 +308,9 @@ def reconcile(instances, exec_hosts, state, config, now, journal=(), balancer_no
         'report': [a for a in actions if a['action'] == 'report'],
         'drop_journal': names('drop_journal'),
         'backoff': backoff,
+        # the launch failures kept (oldest first): the elastic policy stops counting as booting a
+        # request whose launch failed (elastic.decide's launches)
+        'failures': [dict(f) for f in new['failures']],
         'state': new,
     }
     result['summary'] = summarize(result)

@@ -78,7 +78,7 @@ def setup(tmp_path, proxy):
     return network(proxy)
 
 
-def run_poll(tmp_path, proxy, subnet, **extra):
+def run_poll(tmp_path, proxy, subnet, check=False, **extra):
     qmaster = tmp_path / "qmaster"
     inventory = tmp_path / "inventory.json"
     inventory.write_text(json.dumps({"all": {"children": {CLUSTER: {"children": {
@@ -94,10 +94,8 @@ def run_poll(tmp_path, proxy, subnet, **extra):
         # one node more than the cluster has (vm, node002): the poll grows by one
         "min_nodes": 3, "max_nodes": 3, "interval": 60, "idle_time": 600, "stabilization_time": 0,
         "node_join_boot_timeout": 1,
-        # a node asked for by a plan is no longer counted as booting 1 s later: so that what holds the
-        # growth after a failed launch is the launch back-off (with the default 1200 s the elastic
-        # policy itself would hold it, longer than the first back-off steps)
-        "boot_timeout": 1,
+        # boot_timeout stays at its default (1200 s): a node whose launch failed is not counted as
+        # booting, so what holds growth after a failed launch is the launch back-off (300 s)
         "provider_ec2_endpoint_url": proxy.endpoint, "provider_ec2_region": REGION,
         "provider_ec2_access_key": "testing", "provider_ec2_secret_key": "testing",
         # botocore's own retries off: every call the proxy logs is one of the modules' (jittered) calls
@@ -119,7 +117,7 @@ def run_poll(tmp_path, proxy, subnet, **extra):
     # machine's Grid Engine
     env["PATH"] = "%s:%s" % (tmp_path / "sge" / "bin" / "lx-amd64", env.get("PATH", ""))
     tool = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
-    argv = [tool, "-i", str(inventory), PLAYBOOK, "-e", json.dumps(variables)]
+    argv = [tool, "-i", str(inventory), PLAYBOOK, "-e", json.dumps(variables)] + (["--check"] if check else [])
     proc = subprocess.run(argv, cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=300,
                           check=False)
     try:
@@ -216,19 +214,37 @@ def test_growth_while_run_instances_is_throttled(tmp_path, ec2_proxy):
     assert not (tmp_path / "ssh.log").exists() and not [c for c in calls if c.split()[0] in OTHER_PROGRAMS]
     assert released(tasks, tmp_path)
 
-    # poll 2, within the back-off: the failed join leaves the journal, growth is held, RunInstances is
-    # not called at all: the only EC2 call of the poll is the listing
+    # poll 2 in check mode, within the back-off: it says it would add no node and writes nothing
+    written = {name: (qmaster / name).read_bytes() for name in ("state.json", "reconcile.json", "journal.json")}
+    ec2_proxy.clear()
+    rc, tasks, calls, proc = run_poll(tmp_path, ec2_proxy, subnet, check=True)
+    assert rc == 0, proc.stderr[-2000:]
+    plan = result(tasks, "Decide what to add and remove")["plan"]
+    assert plan["add"] == 0 and plan["summary"].startswith("hold: launches back off for "), plan["summary"]
+    assert "would add no node" in result(tasks, "Show what check mode would do")["msg"]
+    assert {name: (qmaster / name).read_bytes() for name in written} == written
+    assert ec2_calls(ec2_proxy) == [("DescribeInstances", "forwarded")]
+
+    # poll 2, within the back-off: the failed join leaves the journal, growth is held by the back-off
+    # (the plan says so), RunInstances is not called at all: the only EC2 call of the poll is the listing.
+    # node003's request is no longer counted as booting (its launch failed)
     ec2_proxy.clear()
     ec2_proxy.script(dict(REQUEST_LIMIT, action="RunInstances", times=-1))
     rc, tasks, calls, proc = run_poll(tmp_path, ec2_proxy, subnet)
     assert rc == 0, proc.stderr[-2000:]
     assert result(tasks, "Compare instances, exec hosts and state")["drop_journal"] == ["node003"]
-    plan = result(tasks, "Decide what to add and remove")
-    assert plan["plan"]["add"] == 1  # the policy still wants a node ...
-    assert "growth held: launches back off for " in result(tasks, "Show the plan and the reason for each item")["msg"]
-    assert result(tasks, "Add nodes").get("skipped") is True  # ... the back-off holds it
+    plan = result(tasks, "Decide what to add and remove")["plan"]
+    assert plan["add"] == 0 and plan["nodes"]["booting"] == 0, plan["summary"]
+    hold = [i["reason"] for i in plan["items"] if i["action"] == "hold"]
+    assert hold[0].startswith("hold: launches back off for ") and "(would add 1 node: " in hold[0], hold
+    assert any(i["reason"].startswith("no longer booting: 1 node requested ") and
+               i["reason"].endswith(", whose launch failed (throttling on node003: RequestLimitExceeded)")
+               for i in plan["items"]), plan["items"]
+    assert "hold: launches back off for " in result(tasks, "Show the plan and the reason for each item")["msg"]
+    assert result(tasks, "Add nodes").get("skipped") is True
     assert ec2_calls(ec2_proxy) == [("DescribeInstances", "forwarded")]
     assert json.loads((qmaster / "journal.json").read_text())["operations"] == []
+    assert json.loads((qmaster / "state.json").read_text())["booting"] == []
     assert not acted(tasks) and released(tasks, tmp_path)
 
     # the back-off's 5 minutes pass (its end moved into the past in the state file)
@@ -236,12 +252,15 @@ def test_growth_while_run_instances_is_throttled(tmp_path, ec2_proxy):
     saved["backoff_until"] = time.time() - 1
     (qmaster / "reconcile.json").write_text(json.dumps(saved))
 
-    # poll 3: RunInstances throttled twice, then served: one instance, one client token, the join is
+    # poll 3, minutes after poll 1 (well within boot_timeout, 1200 s): the plan adds a node again.
+    # RunInstances throttled twice, then served: one instance, one client token, the join is
     # in the journal; the node is reached over ssh (the fake one refuses: it is "still booting")
     ec2_proxy.clear()
     ec2_proxy.script(dict(REQUEST_LIMIT, action="RunInstances", times=2))
     rc, tasks, calls, proc = run_poll(tmp_path, ec2_proxy, subnet)
     assert rc == 2, proc.stderr[-2000:]
+    plan = result(tasks, "Decide what to add and remove")["plan"]
+    assert plan["add"] == 1 and plan["nodes"]["booting"] == 0, plan["summary"]
     assert failed_task(tasks)[0] == WAIT_SSH, names(tasks)
     runs = ec2_proxy.calls("RunInstances")
     assert [c["did"] for c in runs] == ["error", "error", "forwarded"] and len({c["client_token"] for c in runs}) == 1
