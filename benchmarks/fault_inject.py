@@ -17,6 +17,15 @@ execd that reports load) or fully gone from all of them. Anything else is a left
 
 The local cluster must be up (playbooks/local_cluster.yml); the node used is ``--node``
 (default node009 at 10.77.0.19), removed again at the end.
+
+``--provider ec2`` does the same with the ec2 provider. Real AWS cannot be reached from here, so
+EC2 is moto_server on 127.0.0.1 (tests/unit/plugins/modules/ec2_moto.py, started by this program),
+and, as in tests/integration/test_ec2_moto.py, the test-only option ``provider_ec2_local_boot``
+boots a namespace node at each instance's private address. The node (default ec2node9) gets a new
+address at each launch; an instance that is not terminated counts as one more place the node is
+known, so a launched instance that nobody knows of is a leftover.
+
+    .venv/bin/python benchmarks/fault_inject.py --provider ec2 --markdown docs/reliability/fault-inject-ec2.md
 """
 
 from __future__ import annotations
@@ -25,9 +34,11 @@ import argparse
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -65,8 +76,13 @@ def playbook(name, extra, kill_at=0, log=None, timeout=900, keep=None):
     return proc.returncode, time.time() - t0
 
 
-def view(node, address, cluster):
-    """Where the node is known: a dict of place -> bool, plus the journal and lock."""
+def view(node, address, cluster, instance_live=None):
+    """Where the node is known: a dict of place -> bool, plus the journal.
+
+    ``address`` is the node's address, or a list of every address it had (EC2 gives a new one at
+    each launch): a hosts line or an export for any of them counts. ``instance_live`` (EC2 only)
+    is whether an instance of the node is not terminated."""
+    addresses = [address] if isinstance(address, str) else list(address)
     hgrp = sh(['qconf', '-shgrp', '@allhosts'])
     qhost = sh(['qhost', '-h', node])
     with open('/etc/hosts') as handle:
@@ -84,9 +100,11 @@ def view(node, address, cluster):
         'namespace': node in [line.split()[0] for line in sh(['ip', 'netns', 'list']).splitlines() if line.strip()],
         'node state dir': os.path.isdir(os.path.join(NODE_DIR, node)),
         'inventory': bool(word.search(inventory)),
-        '/etc/hosts': bool(re.search(r'(?m)^%s\s+%s\b' % (re.escape(address), re.escape(node)), hosts)),
-        '/etc/exports': bool(re.search(r'(?m)\s%s\(' % re.escape(address), exports)),
+        '/etc/hosts': any(re.search(r'(?m)^%s\s+%s\b' % (re.escape(a), re.escape(node)), hosts) for a in addresses),
+        '/etc/exports': any(re.search(r'(?m)\s%s\(' % re.escape(a), exports) for a in addresses),
     }
+    if instance_live is not None:
+        places['EC2 instance'] = bool(instance_live)
     places['execd reports load'] = bool(re.search(r'(?m)^%s\s+\S+\s+\d+\s+\d+\s+\d+\s+\d+\s+[0-9.]+' % re.escape(node), qhost))
     journal = os.path.join(STATE_ROOT, cluster, 'journal.json')
     try:
@@ -112,8 +130,10 @@ def verdict(places, ops):
 def main():
     parser = argparse.ArgumentParser(description=(__doc__ or '').split('\n\n', maxsplit=1)[0])
     parser.add_argument('--cluster', default='mycluster')
-    parser.add_argument('--node', default='node009')
-    parser.add_argument('--address', default='10.77.0.19')
+    parser.add_argument('--provider', choices=['local', 'ec2'], default='local',
+                        help='ec2: moto_server on 127.0.0.1 as EC2, each instance a namespace node')
+    parser.add_argument('--node', help='default node009 (local) or ec2node9 (ec2)')
+    parser.add_argument('--address', default='10.77.0.19', help='the local node\'s address (EC2 picks its own)')
     parser.add_argument('--only', choices=['join', 'leave'])
     parser.add_argument('--stride', type=int, default=1, help='inject at every STRIDE-th task')
     parser.add_argument('--offset', type=int, default=0, help='start at task 1 + OFFSET')
@@ -123,15 +143,70 @@ def main():
     parser.add_argument('--settle', type=int, default=5, help='drain_settle_time of the leaves')
     parser.add_argument('--markdown')
     args = parser.parse_args()
+    args.node = args.node or ('ec2node9' if args.provider == 'ec2' else 'node009')
     if not sh(['qstat'], check=True) and sh(['qconf', '-sel'], check=True) == '':
         raise SystemExit('the local cluster is not up: ansible-playbook playbooks/local_cluster.yml -e cluster=mycluster')
     base = ['-e', 'cluster=%s' % args.cluster]
+    ec2 = Ec2(args.node, args.cluster) if args.provider == 'ec2' else None
+    try:
+        if ec2:
+            base += ['-e', '@%s' % ec2.vars_path]
+        return run(args, base, ec2)
+    finally:
+        if ec2:
+            ec2.stop()
+
+
+class Ec2(object):
+    """moto_server on 127.0.0.1 standing in for EC2 (real AWS is not reachable from here)."""
+
+    def __init__(self, node, cluster):
+        sys.path.insert(0, os.path.join(ROOT, 'tests', 'unit', 'plugins', 'modules'))
+        import ec2_moto  # pylint: disable=import-outside-toplevel,import-error
+        import yaml  # pylint: disable=import-outside-toplevel
+        self.node, self.cluster, self.addresses = node, cluster, set()
+        self.server = ec2_moto.MotoEc2().start()
+        self.work = tempfile.mkdtemp(prefix='geb-fault-ec2-')
+        net = self.server.network()
+        with open(os.path.join(ROOT, 'tests', 'integration', 'files', 'ec2_vars.yml')) as handle:
+            extra = yaml.safe_load(handle)
+        extra.update(provider_ec2_endpoint_url=self.server.endpoint, provider_ec2_subnet_ids=[net['subnet_id']],
+                     provider_ec2_security_group_ids=[net['security_group_id']],
+                     provider_ec2_state_path=os.path.join(self.work, 'reconcile.json'))
+        self.vars_path = os.path.join(self.work, 'ec2.json')
+        with open(self.vars_path, 'w') as handle:
+            json.dump(extra, handle)
+
+    def instances(self):
+        """The node's instances in every state."""
+        out = []
+        filters = [{'Name': 'tag:gridengine-balancer:node', 'Values': [self.node]}]
+        for res in self.server.client().describe_instances(Filters=filters)['Reservations']:
+            out.extend(res['Instances'])
+        return out
+
+    def look(self):
+        instances = self.instances()
+        self.addresses.update(i['PrivateIpAddress'] for i in instances if i.get('PrivateIpAddress'))
+        live = [i for i in instances if i['State']['Name'] not in ('shutting-down', 'terminated')]
+        return view(self.node, sorted(self.addresses) or ['0.0.0.0'], self.cluster, instance_live=bool(live))
+
+    def stop(self):
+        self.server.stop()
+        shutil.rmtree(self.work, ignore_errors=True)
+
+
+def run(args, base, ec2):
+    """Every injection point; 0 when each converged after one poll."""
+    def look():
+        return ec2.look() if ec2 else view(args.node, args.address, args.cluster)
+
     op_args = {'join': ('node_add.yml', base + ['-e', 'node=%s' % args.node]),
                'leave': ('node_remove.yml', base + ['-e', 'node=%s' % args.node, '-e', 'drain_settle_time=%d' % args.settle])}
     poll = base + ['-e', 'min_nodes=1', '-e', 'max_nodes=20', '-e', 'idle_time=86400', '-e', 'drain_settle_time=%d' % args.settle]
 
     def ensure(want):
-        now = verdict(*view(args.node, args.address, args.cluster))
+        now = verdict(*look())
         for attempt in range(2):         # a failed attempt is finished by the second one (journal)
             if now == want:
                 break
@@ -139,7 +214,7 @@ def main():
             if now.startswith('journal'):
                 name, extra = 'loadbalance.yml', poll
             rc, dummy = playbook(name, extra, keep='/tmp/geb-fault-inject-ensure-%d.log' % attempt)
-            now = verdict(*view(args.node, args.address, args.cluster))
+            now = verdict(*look())
         if now != want:
             raise SystemExit('cannot bring %s to %s (now %s); see /tmp/geb-fault-inject-ensure-*.log'
                              % (args.node, want, now))
@@ -166,21 +241,21 @@ def main():
     # joined, ready for the next leave point (and the other way round), so few resets are needed
     queue = {op: list(points[op]) for op in ops}
     while any(queue.values()):
-        state = verdict(*view(args.node, args.address, args.cluster))
+        state = verdict(*look())
         op = 'leave' if (state == 'joined' and queue.get('leave')) or not queue.get('join') else 'join'
         index, task, total = queue[op].pop(0)
         ensure('absent' if op == 'join' else 'joined')
         name, extra = op_args[op]
         rc_kill, t_kill = playbook(name, extra, kill_at=index)
-        after_kill = verdict(*view(args.node, args.address, args.cluster))
+        after_kill = verdict(*look())
         keep = '/tmp/geb-fault-inject-poll-%s-%d.log' % (op, index)
         rc_poll, t_poll = playbook('loadbalance.yml', poll, keep=keep)
-        final = verdict(*view(args.node, args.address, args.cluster))
+        final = verdict(*look())
         ok = rc_poll == 0 and final in ('joined', 'absent')
         second = ''
         if not ok:       # does a second poll converge?
             rc2, dummy = playbook('loadbalance.yml', poll, keep=keep + '.2')
-            second = '%s (rc %s)' % (verdict(*view(args.node, args.address, args.cluster)), rc2)
+            second = '%s (rc %s)' % (verdict(*look()), rc2)
         results.append({'op': op, 'point': index, 'task': task, 'killed': rc_kill == -9, 'after_kill': after_kill,
                         'poll_rc': rc_poll, 'final': final, 'ok': ok, 'seconds': t_kill + t_poll, 'second': second})
         print('%-5s %3d/%d %-70.70s killed=%-5s poll rc=%s -> %s%s' % (
@@ -204,8 +279,9 @@ def main():
         print('%-50s %s' % (key, value))
     if args.markdown:
         with open(args.markdown, 'w') as handle:
-            handle.write('# Faults injected at every step of join and leave\n\n`%s` on %s (local provider, node %s).\n\n'
-                         % (' '.join(['benchmarks/fault_inject.py'] + sys.argv[1:]), time.strftime('%Y-%m-%d'), args.node))
+            handle.write('# Faults injected at every step of join and leave\n\n`%s` on %s (%s provider, node %s).\n\n'
+                         % (' '.join(['benchmarks/fault_inject.py'] + sys.argv[1:]), time.strftime('%Y-%m-%d'),
+                            args.provider, args.node))
             handle.write('| figure | value |\n|---|---|\n')
             for key, value in summary:
                 handle.write('| %s | %s |\n' % (key, value))
