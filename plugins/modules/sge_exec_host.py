@@ -184,6 +184,8 @@ jobs:
     - With O(state=absent) for an execution host, the numbers of the jobs found with a task on
       the host (empty when it was idle). Only with O(force=true) can a removal go on with jobs
       here. Not returned when O(force=true) and C(qstat) failed (a warning says so).
+    - Also returned when the removal was refused because of jobs on the host (the task failed):
+      those jobs.
   returned: when O(state=absent) and the host was an execution host
   type: list
   elements: int
@@ -366,6 +368,14 @@ def _jobs_text(jobs, limit=20):
     return shown
 
 
+class _JobsOnHost(SgeAdminError):
+    """The refusal to remove a host with jobs; the failure result names them (``jobs``)."""
+
+    def __init__(self, jobs, message):
+        super(_JobsOnHost, self).__init__(message)
+        self.jobs = jobs
+
+
 def _check_jobs(module, admin, label, exec_name):
     """Job numbers on the host; refuses (SgeAdminError) while there are any, unless force."""
     force = module.params["force"]
@@ -380,7 +390,7 @@ def _check_jobs(module, admin, label, exec_name):
                     "(force=true)" % exc)
         return None
     if jobs and not force:
-        raise SgeAdminError(
+        raise _JobsOnHost(jobs, 
             "%s still has %d job(s) running, transferring or suspended: %s (qstat -u '*' -s rs "
             "-g t); removing it would kill them (qconf -ke), so nothing was changed. Drain it "
             "first (disable its queue instances, wait for the jobs to end) or set force=true"
@@ -501,7 +511,8 @@ def main():
                          module.params["sge_qmaster_port"])
         result = run(module, admin)
     except SgeAdminError as exc:
-        module.fail_json(msg=str(exc), commands=admin.commands if admin else [])
+        extra = {"jobs": exc.jobs} if isinstance(exc, _JobsOnHost) else {}
+        module.fail_json(msg=str(exc), commands=admin.commands if admin else [], **extra)
     module.exit_json(**result)
 
 
