@@ -6,12 +6,15 @@
 - the qmaster stops in the middle of a poll (before the snapshot, and between a drain's disable
   and its last look for jobs) and starts again;
 - a node vanishes with a job on it (every process of its namespace killed, the namespace gone);
-- a node hangs on ssh (its sshd stopped: TCP still connects, nothing answers).
+- a node hangs on ssh (its sshd stopped: TCP still connects, nothing answers);
+- a job reaches a node in a drain's last second, after its re-check (the scheduler's window of
+  docs/reliability/chaos-sim.md): the node is kept, the job runs to its own end.
 
 For each: what the balancer does, and that it never acts on a snapshot it could not read, kills
 no job and loses track of no node. The faults are put in place by a callback
 (files/hook_callback/run_at_task.py) at the start of a named task, so they hit the same point of
-the poll every time. The cluster is given back with its two nodes after each test.
+the poll every time. The cluster is given back with its two nodes after each test that
+removed one.
 """
 
 from __future__ import absolute_import, division, print_function
