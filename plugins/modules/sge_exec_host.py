@@ -184,8 +184,8 @@ jobs:
     - With O(state=absent) for an execution host, the numbers of the jobs found with a task on
       the host (empty when it was idle). Only with O(force=true) can a removal go on with jobs
       here. Not returned when O(force=true) and C(qstat) failed (a warning says so).
-    - Also returned when the removal was refused because of jobs on the host (the task failed):
-      those jobs.
+    - Also returned, naming those jobs, when the removal was refused because of jobs on the host
+      (the task failed).
   returned: when O(state=absent) and the host was an execution host
   type: list
   elements: int
@@ -390,7 +390,8 @@ def _check_jobs(module, admin, label, exec_name):
                     "(force=true)" % exc)
         return None
     if jobs and not force:
-        raise _JobsOnHost(jobs, 
+        raise _JobsOnHost(
+            jobs,
             "%s still has %d job(s) running, transferring or suspended: %s (qstat -u '*' -s rs "
             "-g t); removing it would kill them (qconf -ke), so nothing was changed. Drain it "
             "first (disable its queue instances, wait for the jobs to end) or set force=true"
