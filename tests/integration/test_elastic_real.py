@@ -154,7 +154,7 @@ def test_jobs_keep_arriving_while_nodes_drain(cluster_nodes, tmp_path):  # noqa:
     thread.start()
     removals = 0
     try:
-        deadline = time.time() + 60  # the long version: benchmarks/chaos_real.py (docs/reliability/soak.md)
+        deadline = time.time() + 40  # the long version: benchmarks/chaos_real.py (docs/reliability/soak.md)
         while time.time() < deadline:
             # idle_time 0: every node idle at the poll (beyond min_nodes) is drained at once
             plan = _poll(state_dir, 'max_nodes=%d' % (size + 1), 'min_nodes=%d' % (size - 1),
