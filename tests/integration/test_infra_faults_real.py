@@ -6,12 +6,15 @@
 - the qmaster stops in the middle of a poll (before the snapshot, and between a drain's disable
   and its last look for jobs) and starts again;
 - a node vanishes with a job on it (every process of its namespace killed, the namespace gone);
-- a node hangs on ssh (its sshd stopped: TCP still connects, nothing answers).
+- a node hangs on ssh (its sshd stopped: TCP still connects, nothing answers);
+- a job reaches a node in a drain's last second, after its re-check (the scheduler's window of
+  docs/reliability/chaos-sim.md): the node is kept, the job runs to its own end.
 
 For each: what the balancer does, and that it never acts on a snapshot it could not read, kills
 no job and loses track of no node. The faults are put in place by a callback
 (files/hook_callback/run_at_task.py) at the start of a named task, so they hit the same point of
-the poll every time. The cluster is given back with its two nodes after each test.
+the poll every time. The cluster is given back with its two nodes after each test that
+removed one.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -328,3 +331,60 @@ def test_node_hangs_on_ssh(cluster_nodes, tmp_path):  # noqa: F811
             except OSError:
                 pass
         _give_back_two_nodes()
+
+
+# Run at the start of node_leave's "Take the node out of the host group": what a scheduler run
+# that read the node before the drain's disable and sent its order after the drain's re-check
+# would do. The node's queue instance is enabled again and a job started there (it exits 5).
+LAST_SECOND_JOB = r'''
+import subprocess, sys, time
+node, out = sys.argv[1], sys.argv[2]
+subprocess.run(['qmod', '-e', 'all.q@' + node], check=True, capture_output=True)
+# the job script on qsub's stdin: with -b y, '/bin/sh -c "sleep 8; exit 5"' loses its quoting
+# and ends at once (exit 5 from a bare 'sleep'), before any check can see it
+proc = subprocess.run(['runuser', '-u', 'tester', '--', 'qsub', '-terse', '-N', 'lastsecond', '-o', '/dev/null',
+                       '-e', '/dev/null', '-l', 'h=' + node, '-S', '/bin/sh'],
+                      input='sleep 25\nexit 5\n', check=True, capture_output=True, text=True)
+job = proc.stdout.strip()
+with open(out, 'w') as handle:
+    handle.write(job)
+for _attempt in range(60):
+    listing = subprocess.run(['qstat', '-s', 'r', '-u', 'tester'], capture_output=True, text=True).stdout
+    if any(line.split()[:1] == [job] and '@' + node in line for line in listing.splitlines()):
+        sys.exit(0)
+    time.sleep(1)
+sys.exit(3)
+'''
+
+
+def test_a_job_in_the_drains_last_second_keeps_the_node(cluster_nodes, tmp_path):  # noqa: F811
+    """A job that reaches the node after the drain's re-check (the window of
+    docs/reliability/chaos-sim.md) is found by sge_exec_host's last look, once the node has left
+    the host group: node_leave puts the node back, enables its queue instance and keeps it; the
+    job ends with its own exit status."""
+    nodes = _nodes()
+    node = nodes[0]
+    job_file = str(tmp_path / 'job')
+    env = {'ANSIBLE_CALLBACK_PLUGINS': HOOKS, 'ANSIBLE_CALLBACKS_ENABLED': 'run_at_task',
+           'GEB_HOOK_TASK': 'Take the node out of the host group - @allhosts',
+           'GEB_HOOK_ARGV': json.dumps([sys.executable, '-c', LAST_SECOND_JOB, node, job_file]),
+           'GEB_HOOK_LOG': str(tmp_path / 'hook.rc')}
+    jobs = Jobs('lastsecond')
+    try:
+        proc = _run([_tool('ansible-playbook'), 'playbooks/node_remove.yml', '-e', 'cluster=%s' % CLUSTER,
+                     '-e', 'node=%s' % node, '-e', 'drain_settle_time=2'], env=env, timeout=600)
+        with open(str(tmp_path / 'hook.rc')) as handle:
+            assert handle.read().strip() == '0', 'the job did not start on %s before the task' % node
+        with open(job_file) as handle:
+            jobs.ids.append(int(handle.read().strip()))
+        assert proc.returncode == 0, proc.stdout[-4000:]
+        assert 'was dispatched during the drain' in proc.stdout, proc.stdout[-4000:]
+        assert node in _nodes(), 'the node was removed with a job on it'
+        assert re.search(r'(?<![\w.-])%s(?![\w-])' % re.escape(node), _run(['qconf', '-shgrp', '@allhosts']).stdout)
+        qstate = _run(['qstat', '-f', '-q', 'all.q@%s' % node]).stdout
+        assert 'all.q@%s' % node in qstate and not re.search(r'\s[a-z]*[do][a-z]*\s*$', qstate, re.M), qstate
+        jobs.wait_done(timeout=120)
+        assert jobs.outcomes() == {jobs.ids[0]: ('0', '5')}
+    finally:
+        if sorted(_nodes()) != nodes:
+            _give_back_two_nodes()

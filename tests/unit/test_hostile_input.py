@@ -796,7 +796,7 @@ def test_node_join_exports_each_share_to_the_node_address_only(address):
 
 
 def test_node_leave_removes_only_the_node_address_lines():
-    task = _task("roles/node_leave/tasks/remove.yml", "Remove the rest of an exec node (the master keeps its files, mounts and processes)")
+    task = _task("roles/node_leave/tasks/remove_rest.yml", "Remove the rest of an exec node (the master keeps its files, mounts and processes)")
     spec = [t for t in task["block"] if t["name"] == "Stop exporting the shares to the node"][0]["ansible.builtin.lineinfile"]
     regexp = re.compile(_render(spec["regexp"], {"item": ["/home", "10.77.0.13"]}))
     assert regexp.match("/home 10.77.0.13(rw,sync)")
