@@ -81,7 +81,7 @@ def view(node, address, cluster, instance_live=None):
 
     ``address`` is the node's address, or a list of every address it had (EC2 gives a new one at
     each launch): a hosts line or an export for any of them counts. ``instance_live`` (EC2 only)
-    is whether an instance of the node is not terminated."""
+    is how many instances of the node are not terminated (more than one is a leftover)."""
     addresses = [address] if isinstance(address, str) else list(address)
     hgrp = sh(['qconf', '-shgrp', '@allhosts'])
     qhost = sh(['qhost', '-h', node])
@@ -105,6 +105,8 @@ def view(node, address, cluster, instance_live=None):
     }
     if instance_live is not None:
         places['EC2 instance'] = bool(instance_live)
+        if int(instance_live) > 1:  # (the key only then: a second live instance is a leftover)
+            places['no second live EC2 instance'] = False
     places['execd reports load'] = bool(re.search(r'(?m)^%s\s+\S+\s+\d+\s+\d+\s+\d+\s+\d+\s+[0-9.]+' % re.escape(node), qhost))
     journal = os.path.join(STATE_ROOT, cluster, 'journal.json')
     try:
@@ -189,7 +191,7 @@ class Ec2(object):
         instances = self.instances()
         self.addresses.update(i['PrivateIpAddress'] for i in instances if i.get('PrivateIpAddress'))
         live = [i for i in instances if i['State']['Name'] not in ('shutting-down', 'terminated')]
-        return view(self.node, sorted(self.addresses) or ['0.0.0.0'], self.cluster, instance_live=bool(live))
+        return view(self.node, sorted(self.addresses) or ['0.0.0.0'], self.cluster, instance_live=len(live))
 
     def stop(self):
         self.server.stop()
