@@ -155,6 +155,9 @@ def _jobs_in_test_queues():
 
 
 def fill_local(seconds):
+    """Fill tqlocal.q's one slot for ``seconds``. A test that does not need its filler to end by
+    itself deletes it at its end (``done_with``): the next test's filler would otherwise wait for
+    it (109 s in all in the CI run of 2026-11-25)."""
     job = qsub(LOCAL, '-o', WORK, '-e', WORK, '-N', 'fill', '-l', 'remote=true', '-q', 'tqlocal.q',
                '-v', 'SLEEP=%d' % seconds, os.path.join(WORK, 'job.sh'))
     wait_for('the filler to run', lambda: (job_state(LOCAL, job) or ('',))[0] == 'r')
@@ -162,8 +165,12 @@ def fill_local(seconds):
     return job
 
 
+def done_with(filler):
+    run(['qdel', filler], LOCAL, check=False)
+
+
 def test_overflow_exit_status_and_hostile_names(clusters):
-    fill_local(60)
+    filler = fill_local(60)
     wait_for('remote_pending=0', lambda: load_value('remote_pending') == 0, timeout=60)
     name = 'x$(touch${IFS}owned)'
     job = qsub(LOCAL, '-o', WORK, '-e', WORK, '-N', name, '-l', 'remote=true,h_rt=600', '-v', 'SLEEP=2', '-v', 'CODE=3',
@@ -183,10 +190,11 @@ def test_overflow_exit_status_and_hostile_names(clusters):
     # the request h_rt=600 reached the partner renamed by transfer_queue_resource_map; remote=true did not
     category = re.search(r'(?m)^category\s+(.*)$', proc.stdout).group(1)
     assert 's_rt=600' in category and 'h_rt' not in category and 'remote' not in category, category
+    done_with(filler)
 
 
 def test_stays_local_when_partner_busy(clusters):
-    fill_local(40)
+    filler = fill_local(40)
     busy = [qsub(REMOTE, '-o', WORK, '-e', WORK, '-N', 'busy', '-v', 'SLEEP=30', os.path.join(WORK, 'job.sh'))
             for dummy in range(5)]
     wait_for('remote_pending>=1', lambda: (load_value('remote_pending') or 0) >= 1, timeout=60)
@@ -197,10 +205,11 @@ def test_stays_local_when_partner_busy(clusters):
     assert 'remote_pending' in detail
     run(['qdel'] + busy, REMOTE, check=False)
     run(['qdel', job], LOCAL, check=False)
+    done_with(filler)
 
 
 def test_suspend_resume_terminate_reach_the_partner(clusters):
-    fill_local(60)
+    filler = fill_local(60)
     wait_for('remote_pending=0', lambda: load_value('remote_pending') == 0, timeout=90)
     job = qsub(LOCAL, '-o', WORK, '-e', WORK, '-N', 'srt', '-l', 'remote=true', '-v', 'SLEEP=120',
                os.path.join(WORK, 'job.sh'))
@@ -215,6 +224,7 @@ def test_suspend_resume_terminate_reach_the_partner(clusters):
     rec = wait_for('the partner accounting record', lambda: acct(REMOTE, remote), timeout=60, step=2)
     assert rec['exit_status'].split()[0] != '0'
     wait_for('the local job gone', lambda: job_state(LOCAL, job) is None, timeout=60)
+    done_with(filler)
 
 
 def local_records(job_id):
