@@ -5,7 +5,8 @@
 
 - ``next_node_names``: the names of the next nodes, numbered from the highest existing number + 1
   (StarCluster: "Name it with the highest Node # available: if node001, node003 and node005 are
-  started, the next node will be node006").
+  started, the next node will be node006"), passing over the names in ``avoid`` (the balancer
+  gives those of nodes removed recently: ``elastic_plan``'s ``plan.recently_removed``).
 - ``node_index``: the number in a node name (``node005`` -> 5), for address schemes.
 - ``host_address``: the address itself when it is one valid IPv4/IPv6 host address, else an
   error, so that nothing such as ``*``, ``10.0.0.0/8`` or ``a(rw) *`` ever reaches a file like
@@ -79,20 +80,20 @@ def _number(name, fmt, regex):
     return number
 
 
-def _names(existing):
+def _names(existing, what="the input"):
     if existing is None:
         return []
     if _is_text(existing):
         raise AnsibleTypeError(
-            "next_node_names: the input must be a list of node names, got the string %r "
-            "(wrap a single name in a list)" % existing)
+            "next_node_names: %s must be a list of node names, got the string %r "
+            "(wrap a single name in a list)" % (what, existing))
     if isinstance(existing, dict):
         return list(existing)
     try:
         return list(existing)
     except TypeError:
-        raise AnsibleTypeError("next_node_names: the input must be a list of node names, got %s"
-                               % type(existing).__name__)
+        raise AnsibleTypeError("next_node_names: %s must be a list of node names, got %s"
+                               % (what, type(existing).__name__))
 
 
 def _count(count, option="count"):
@@ -109,20 +110,27 @@ def _count(count, option="count"):
     return value
 
 
-def next_node_names(existing, count=1, format=DEFAULT_FORMAT, start=1):  # pylint: disable=redefined-builtin
+def next_node_names(existing, count=1, format=DEFAULT_FORMAT, start=1, avoid=None):  # pylint: disable=redefined-builtin
     """Names for ``count`` new nodes, numbered from the highest existing number + 1.
 
     ``existing`` is a list of names (host names, inventory names); names that ``format`` does not
     produce exactly (other hosts such as the master, ``node01`` for ``node%03d``) are ignored.
-    Without any matching name the numbering begins at ``start``.
+    Without any matching name the numbering begins at ``start``.  Numbers whose name is in
+    ``avoid`` (names of nodes removed recently) are passed over; ``avoid`` does not move the start.
     """
     fmt = _check_format(format)
     wanted = _count(count)
     first = _count(start, "start")
     regex = _pattern(fmt)
     numbers = [n for n in (_number(name, fmt, regex) for name in _names(existing)) if n is not None]
+    skip = set(n for n in (_number(name, fmt, regex) for name in _names(avoid, "avoid")) if n is not None)
     nxt = max(numbers) + 1 if numbers else first
-    return [fmt % (nxt + i) for i in range(wanted)]
+    out = []
+    while len(out) < wanted:
+        if nxt not in skip:
+            out.append(fmt % nxt)
+        nxt += 1
+    return out
 
 
 def node_index(name, format=DEFAULT_FORMAT):  # pylint: disable=redefined-builtin

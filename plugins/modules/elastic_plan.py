@@ -186,6 +186,17 @@ options:
         counts as booting (towards O(max_nodes), and against the nodes needed for waiting slots).
     type: int
     default: 1200
+  name_reuse_time:
+    description:
+      - Seconds after a node left the cluster during which its name is not given to a new node. The qmaster
+        caches failed lookups of a removed name (seen up to 9 minutes after the removal), and a node joined
+        again under it waits for one more registration round (37-47 s instead of 17 s; C(docs/node-join-leave.md)).
+      - The state remembers each host that left, from the first poll that no longer saw it, for this long;
+        the plan lists them in RV(plan.recently_removed), and the playbook passes them to the filter
+        C(gridengine.balancer.next_node_names) (C(avoid)), so the next node gets the next free number instead.
+      - V(0) remembers nothing and names new nodes as before (highest node number + 1).
+    type: int
+    default: 600
   launches:
     description:
       - What the cloud provider's reconciliation knows about launches, for clusters whose nodes a provider
@@ -300,6 +311,14 @@ plan:
       description: Whether the plan terminates the cluster (O(kill_cluster), only the master left and idle).
       type: bool
       sample: false
+    recently_removed:
+      description:
+        - Hosts that left the cluster less than O(name_reuse_time) seconds ago, by name. New nodes are not
+          given these names (the playbook passes them to C(gridengine.balancer.next_node_names) as C(avoid)).
+        - Empty when O(name_reuse_time) is V(0).
+      type: list
+      elements: str
+      sample: ["node003"]
     items:
       description:
         - One entry per decision with C(action) (V(add), V(remove), V(keep), V(hold) or V(none)),

@@ -25,7 +25,9 @@ description:
   - The qmaster caches failed host name lookups for about a minute, so a node name that is
     added soon after it failed to resolve (or soon after it was removed) fails with
     C(can't resolve hostname). The module retries C(qconf -ah), C(-Ae) and C(-as) for up to
-    O(resolve_timeout) seconds.
+    O(resolve_timeout) seconds. The load balancer avoids such names, as it does not give a new node
+    the name of one removed less than C(name_reuse_time) seconds ago
+    (M(gridengine.balancer.elastic_plan), filter C(gridengine.balancer.next_node_names)).
   - O(state=absent) first looks for jobs on the host with C(qstat -u '*' -s rs -g t -xml), that
     is any job that is not pending (running, transferring, suspended, being deleted) with its
     master or a slave task in a queue instance of the host. It refuses while there is one,

@@ -28,6 +28,11 @@ Two profiles:
 
 Every plan item carries a reason a person can read.
 
+The state also remembers the hosts that left the cluster less than ``name_reuse_time`` seconds ago
+(``removed``); the plan lists them as ``recently_removed``, and the poll does not give those names to
+new nodes (filter ``next_node_names``, ``avoid``): the qmaster caches failed lookups of a removed
+name, and a node joined under it again waits for one more registration round (docs/node-join-leave.md).
+
 ``decide(..., launches=...)`` (optional) is what the cloud provider's reconciliation knows about
 launches (``reconcile_plan``'s ``backoff`` and ``failures``): while launches back off, growth is
 held with the back-off as its reason, and a request whose launch failed no longer counts as booting
@@ -76,6 +81,7 @@ _DEFAULTS = {
     "slots_per_node": None,       # unset: the most common slot count of existing nodes, else 1
     "queues": [],                 # [] = every queue (starcluster profile: all.q only)
     "boot_timeout": 1200,         # seconds a requested node may take to join before it is forgotten
+    "name_reuse_time": 600,       # seconds after a node left during which its name is not reused
 }
 
 OPTIONS = tuple(_DEFAULTS)
@@ -174,6 +180,8 @@ def validate_config(config):
          "slots_per_node", "must be an integer >= 1")
     need(_is_number(cfg["boot_timeout"]) and cfg["boot_timeout"] > 0,
          "boot_timeout", "must be a number of seconds > 0")
+    need(_is_number(cfg["name_reuse_time"]) and cfg["name_reuse_time"] >= 0,
+         "name_reuse_time", "must be a number of seconds >= 0")
     need(isinstance(cfg["queues"], (list, tuple)) and all(isinstance(q, str) and q for q in cfg["queues"]),
          "queues", "must be a list of queue names")
     cfg["queues"] = list(cfg["queues"])
@@ -319,6 +327,9 @@ def _read_state(state, warnings, trusted=False):
         # from states written before launches were known (then every failure so far counts as seen)
         "launch_failure_known": "last_launch_failure" in state,
         "last_launch_failure": _num(state.get("last_launch_failure")),
+        # hosts that left -> when a poll first missed them; absent from states written before the
+        # key existed (then nothing is known to have left) and from lean states
+        "removed": {},
     }
     if out["last_launch_failure"] is None and state.get("last_launch_failure") is not None:
         warnings.append("state: 'last_launch_failure' is not a time; ignored (the launch failures known now count as seen)")
@@ -339,6 +350,12 @@ def _read_state(state, warnings, trusted=False):
                                 % (name, ", ".join(sorted(damaged))))
                 continue
             nodes[str(name)] = record
+    for name, left in () if trusted else typed("removed", Mapping, {}).items():
+        left_at = _num(left)
+        if left_at is None:
+            warnings.append("state: removed node %s has no readable time; its name may be reused" % name)
+            continue
+        out["removed"][str(name)] = float(left_at)
     for entry in typed("booting", list, []):
         requested = _num(entry.get("requested_at")) if isinstance(entry, Mapping) else _num(entry)
         if requested is not None:
@@ -426,7 +443,9 @@ def _decide_validated(snapshot, state, cfg, now, lean=False, hints=None):
     :func:`decide`'s.  ``lean=True`` leaves out what only people read, to save time on large
     clusters: no ``keep`` items, no ``ignored for growth`` item, ``stats`` is ``None`` and the
     state's job history is empty (it only feeds the statistics, since every simulated job
-    carries its ``submit_time``).  tests/unit/plugins/plugin_utils/test_sim_engine.py checks both.
+    carries its ``submit_time``), and no host that left is remembered (``removed``,
+    ``recently_removed``: only the naming of new nodes reads them, and the simulator names none).
+    tests/unit/plugins/plugin_utils/test_sim_engine.py checks both.
 
     ``hints`` (optional): per-host facts the caller keeps up to date between calls instead of
     having every call derive them from ``snapshot["hosts"]`` again: ``status`` (host name ->
@@ -563,6 +582,7 @@ class _Decision(object):
                     text.append("left: " + ", ".join(went))
                 self.last_change = now
                 self.last_change_reason = "hosts changed (%s)" % "; ".join(text)
+        self.removed = {} if self.lean else self._left_recently()
         if prev["last_poll"] is not None:
             gap = now - prev["last_poll"]
             if gap < 0:
@@ -571,6 +591,26 @@ class _Decision(object):
             elif gap > 3 * cfg["interval"]:
                 self.warnings.append("previous poll was %s ago (interval %s): idle times and job history "
                                      "may have gaps" % (fmt_duration(gap), fmt_duration(cfg["interval"])))
+
+    def _left_recently(self):
+        """Hosts that left the cluster less than ``name_reuse_time`` ago -> when a poll first missed them.
+
+        A host the previous poll saw and this one does not is recorded at this poll's time: at most
+        one interval after it really left, so the window errs on the long side. A host seen again is
+        forgotten, so is one that left ``name_reuse_time`` or more ago (a time after ``now``, from a
+        clock that went back, counts as ``now``). ``name_reuse_time`` 0 records nothing. Only the
+        naming of new nodes reads it (``plan["recently_removed"]``).
+        """
+        window = self.cfg["name_reuse_time"]
+        if not window:
+            return {}
+        now, present = self.now, self.node_names
+        left = dict(self.prev["removed"])
+        if not self.prev["first_poll"]:
+            for name in self.before - present:
+                left[name] = now
+        return {name: min(at, now) for name, at in sorted(left.items())
+                if name not in present and now - min(at, now) < window}
 
     def _forget_failed_launches(self, booting):
         """Drop from ``booting`` (sorted, oldest first) the requests whose launch failed.
@@ -1266,6 +1306,8 @@ class _Decision(object):
         }
         if self.launch_mark_known:
             new_state["last_launch_failure"] = self.launch_mark
+        if self.removed:  # (without the key when empty: name_reuse_time 0 writes the state as before)
+            new_state["removed"] = dict(self.removed)
 
         parts = []
         if add:
@@ -1291,6 +1333,7 @@ class _Decision(object):
             "add": add,
             "remove": remove,
             "kill_cluster": kill,
+            "recently_removed": sorted(self.removed),
             "items": self.items,
             "ignored_jobs": self.ignored,
             "summary": summary,

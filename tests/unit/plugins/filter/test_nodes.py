@@ -104,6 +104,46 @@ def test_next_node_names_rejects_a_non_iterable():
         next_node_names(5, 1)
 
 
+# avoid: names of nodes removed recently (elastic_plan's plan.recently_removed)
+
+@pytest.mark.parametrize("existing, count, avoid, expected", [
+    # node003 was the highest and left a minute ago: without avoid it would be handed out again
+    (["master", "node001", "node002"], 1, ["node003"], ["node004"]),
+    (["master", "node001", "node002"], 1, [], ["node003"]),
+    (["master", "node001", "node002"], 1, None, ["node003"]),
+    # several in a row, and one further up: passed over, the numbers in between are used
+    (["node001"], 3, ["node002", "node003", "node005"], ["node004", "node006", "node007"]),
+    # avoided names below the highest existing one change nothing (gaps are never filled)
+    (["node001", "node005"], 1, ["node002", "node003"], ["node006"]),
+    # they do not move the first number either: node002 is free although node004 is avoided
+    (["node001"], 1, ["node004"], ["node002"]),
+    # names the format does not make exactly are ignored
+    (["node001"], 1, ["node02", "vm", "node0002", 7, None], ["node002"]),
+    # a dictionary counts with its keys
+    (["node001"], 1, {"node002": 1700000000.0}, ["node003"]),
+    # no existing node: start, passing over avoided names
+    ([], 2, ["node001"], ["node002", "node003"]),
+    ([], 0, ["node001"], []),
+])
+def test_next_node_names_avoid(existing, count, avoid, expected):
+    new = next_node_names(existing, count, avoid=avoid)
+    assert new == expected
+    assert not set(new) & set(existing) and not set(new) & set(avoid or [])
+
+
+def test_next_node_names_avoid_with_another_format_and_start():
+    assert next_node_names(["exec-7"], 2, "exec-%d", avoid=["exec-8", "exec-10"]) == ["exec-9", "exec-11"]
+    assert next_node_names([], 1, start=10, avoid=["node010"]) == ["node011"]
+
+
+def test_next_node_names_avoid_must_be_a_list():
+    with pytest.raises(AnsibleTypeError) as err:
+        next_node_names(["node001"], 1, avoid="node002")
+    assert "avoid must be a list of node names" in str(err.value)
+    with pytest.raises(AnsibleTypeError):
+        next_node_names(["node001"], 1, avoid=5)
+
+
 # --------------------------------------------------------------------------- node_index
 
 @pytest.mark.parametrize("name, fmt, expected", [
