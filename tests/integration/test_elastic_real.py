@@ -90,13 +90,17 @@ def _two_whole_nodes(timeout=60):
     the exec hosts besides the master, and each reports its load (waited for up to ``timeout`` s:
     after a qmaster restart the execds report again within their load_report_time)."""
     nodes = sorted(_exec_hosts() - {MASTER_HOST})
-    if len(nodes) < 2 or sorted(_cluster_nodes()) != nodes:
-        return False
+    return len(nodes) >= 2 and sorted(_cluster_nodes()) == nodes and nodes_report(nodes, timeout)
+
+
+def nodes_report(names, timeout):
+    """Whether qhost shows a load for every name within ``timeout`` s (execds report again after
+    a qmaster restart within their load_report_time)."""
     deadline = time.time() + timeout
     while True:
         out = _run(['qhost']).stdout  # HOSTNAME ARCH NCPU NSOC NCOR NTHR LOAD ...
         loads = {line.split()[0]: line.split()[6] for line in out.splitlines()[2:] if len(line.split()) > 6}
-        if all(loads.get(node, '-') != '-' for node in nodes):
+        if all(loads.get(name, '-') != '-' for name in names):
             return True
         if time.time() > deadline:
             return False

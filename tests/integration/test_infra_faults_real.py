@@ -33,7 +33,7 @@ import time
 from ansible_collections.gridengine.balancer.tests.integration.test_local_cluster import (
     CLUSTER, MASTER_HOST, REPO, _run, _tool)
 from ansible_collections.gridengine.balancer.tests.integration.test_local_cluster import cluster_nodes  # noqa: F401 pylint: disable=unused-import
-from ansible_collections.gridengine.balancer.tests.integration.test_elastic_real import Jobs, _exec_hosts, _give_back_two_nodes
+from ansible_collections.gridengine.balancer.tests.integration.test_elastic_real import Jobs, _exec_hosts, _give_back_two_nodes, nodes_report
 
 import pytest
 
@@ -60,14 +60,7 @@ def _start_qmaster():
 
 def _wait_nodes_report(names, timeout=120):
     """Until qhost shows a load for every name (execds report again after a qmaster restart)."""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        out = _run(['qhost']).stdout  # HOSTNAME ARCH NCPU NSOC NCOR NTHR LOAD ...
-        loads = {line.split()[0]: line.split()[6] for line in out.splitlines()[2:] if len(line.split()) > 6}
-        if all(loads.get(name, '-') != '-' for name in names):
-            return
-        time.sleep(2)
-    raise AssertionError('no load report from %s: %s' % (names, _run(['qhost']).stdout))
+    assert nodes_report(names, timeout), 'no load report from %s: %s' % (names, _run(['qhost']).stdout)
 
 
 def _poll(state_dir, extra, hook_task=None, hook_argv=None):
