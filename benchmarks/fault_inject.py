@@ -70,7 +70,7 @@ def playbook(name, extra, kill_at=0, log=None, timeout=900, keep=None):
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         out = proc.communicate()[0]
-    if proc.returncode not in (0, -9):
+    if keep or proc.returncode not in (0, -9):
         with open(keep or '/tmp/geb-fault-inject-last-failure.log', 'w') as handle:
             handle.write(out)
     return proc.returncode, time.time() - t0
@@ -115,6 +115,36 @@ def view(node, address, cluster, instance_live=None):
     except (OSError, ValueError, AttributeError):
         ops = []
     return places, ops
+
+
+def diagnose(node, path, wait=90):
+    """What a node that is not converged looks like, written to ``path``; the seconds until its
+    execd reports load with nobody acting (None: not within ``wait``), to tell a late load report
+    from an execd that is gone."""
+    qmaster_log = '/var/spool/gridengine/qmaster/messages'
+    execd_log = '/var/spool/gridengine/execd/%s/messages' % node
+    parts = [('qhost -h %s -q' % node, sh(['qhost', '-h', node, '-q'])),
+             ('qstat -f -q *@%s' % node, sh(['qstat', '-f', '-q', '*@%s' % node])),
+             ('ip netns pids %s (with their commands)' % node,
+              '\n'.join('%s %s' % (pid, sh(['ps', '-o', 'comm=', '-p', pid]).strip())
+                        for pid in sh(['ip', 'netns', 'pids', node]).split()))]
+    for name in (execd_log, qmaster_log):
+        try:
+            with open(name, errors='replace') as handle:
+                parts.append(('tail of ' + name, ''.join(handle.readlines()[-15:])))
+        except OSError as exc:
+            parts.append((name, str(exc)))
+    t0, seen = time.time(), None
+    while time.time() - t0 < wait:
+        if view(node, '0.0.0.0', 'none')[0]['execd reports load']:
+            seen = time.time() - t0
+            break
+        time.sleep(2)
+    parts.append(('load report with nobody acting', 'after %.0f s' % seen if seen is not None else 'none in %d s' % wait))
+    with open(path, 'w') as handle:
+        for title, text in parts:
+            handle.write('### %s\n%s\n' % (title, text.rstrip('\n')))
+    return seen
 
 
 def verdict(places, ops):
@@ -255,7 +285,11 @@ def run(args, base, ec2):
         final = verdict(*look())
         ok = rc_poll == 0 and final in ('joined', 'absent')
         second = ''
-        if not ok:       # does a second poll converge?
+        if not ok:       # what is it, and does a second poll converge?
+            if 'execd reports load' in final:
+                late = diagnose(args.node, keep + '.diag')
+                print('  diagnosis in %s.diag; load report with nobody acting: %s' % (
+                    keep, 'after %.0f s' % late if late is not None else 'none'))
             rc2, dummy = playbook('loadbalance.yml', poll, keep=keep + '.2')
             second = '%s (rc %s)' % (verdict(*look()), rc2)
         results.append({'op': op, 'point': index, 'task': task, 'killed': rc_kill == -9, 'after_kill': after_kill,
