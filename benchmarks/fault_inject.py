@@ -107,7 +107,7 @@ def view(node, address, cluster, instance_live=None):
         places['EC2 instance'] = bool(instance_live)
         if int(instance_live) > 1:  # (the key only then: a second live instance is a leftover)
             places['no second live EC2 instance'] = False
-    places['execd reports load'] = bool(re.search(r'(?m)^%s\s+\S+\s+\d+\s+\d+\s+\d+\s+\d+\s+[0-9.]+' % re.escape(node), qhost))
+    places['execd reports load'] = reports_load(node, qhost)
     journal = os.path.join(STATE_ROOT, cluster, 'journal.json')
     try:
         with open(journal) as handle:
@@ -115,6 +115,12 @@ def view(node, address, cluster, instance_live=None):
     except (OSError, ValueError, AttributeError):
         ops = []
     return places, ops
+
+
+def reports_load(node, qhost=None):
+    """Whether ``qhost -h node`` (read now unless given) shows the node's numbers and a load."""
+    qhost = sh(['qhost', '-h', node]) if qhost is None else qhost
+    return bool(re.search(r'(?m)^%s\s+\S+\s+\d+\s+\d+\s+\d+\s+\d+\s+[0-9.]+' % re.escape(node), qhost))
 
 
 def diagnose(node, path, wait=90):
@@ -136,7 +142,7 @@ def diagnose(node, path, wait=90):
             parts.append((name, str(exc)))
     t0, seen = time.time(), None
     while time.time() - t0 < wait:
-        if view(node, '0.0.0.0', 'none')[0]['execd reports load']:
+        if reports_load(node):
             seen = time.time() - t0
             break
         time.sleep(2)
@@ -286,7 +292,7 @@ def run(args, base, ec2):
         ok = rc_poll == 0 and final in ('joined', 'absent')
         second = ''
         if not ok:       # what is it, and does a second poll converge?
-            if 'execd reports load' in final:
+            if 'execd reports load' in final.partition('missing from ')[2]:
                 late = diagnose(args.node, keep + '.diag')
                 print('  diagnosis in %s.diag; load report with nobody acting: %s' % (
                     keep, 'after %.0f s' % late if late is not None else 'none'))
