@@ -197,6 +197,20 @@ options:
       - V(0) remembers nothing and names new nodes as before (highest node number + 1).
     type: int
     default: 600
+  unknown_timeout:
+    description:
+      - Seconds a worker node may stay in an unknown state (load C(-) or queue state C(u); its execd
+        died, its machine vanished or cannot be reached) before the plan removes it. Counted from the first
+        poll that saw it unknown, over polls at most three O(interval)s apart.
+      - A node on which Grid Engine lists a job, a used slot or a reservation is never removed for being
+        unknown; the plan keeps it and warns. Nor is any node when more than half of the worker nodes (and
+        more than one) are unknown at once, which points at the qmaster or the network rather than the nodes.
+      - Such a removal is not held by waiting jobs, O(min_nodes) or O(stabilization_time); the next poll's
+        growth or O(min_nodes) floor replaces the node if it is needed.
+      - V(0) never removes a node for being unknown (the node is kept and the plan warns, as before).
+      - O(profile=starcluster) treats an unknown node as idle, as StarCluster did, and ignores this option.
+    type: int
+    default: 900
   launches:
     description:
       - What the cloud provider's reconciliation knows about launches, for clusters whose nodes a provider

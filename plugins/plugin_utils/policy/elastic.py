@@ -33,6 +33,15 @@ The state also remembers the hosts that left the cluster less than ``name_reuse_
 new nodes (filter ``next_node_names``, ``avoid``): the qmaster caches failed lookups of a removed
 name, and a node joined under it again waits for one more registration round (docs/node-join-leave.md).
 
+A worker node whose state Grid Engine does not know (load ``-`` or queue state ``u``: its execd
+died, its machine vanished, or the network between them broke) is kept while it is unknown, since
+its idleness cannot be seen.  Once it has been unknown for ``unknown_timeout`` seconds over polls
+without a gap, and Grid Engine lists no job, used slot or reservation on it, the plan removes it
+(it gives no capacity and, in a cloud, still costs money); growth then replaces it as usual.  The
+state keeps when each unknown node was first seen so (``unknown``).  When more than half of the
+worker nodes (and more than one) are unknown at once, none is removed for it: that is a qmaster or
+network fault, not dead nodes.
+
 ``decide(..., launches=...)`` (optional) is what the cloud provider's reconciliation knows about
 launches (``reconcile_plan``'s ``backoff`` and ``failures``): while launches back off, growth is
 held with the back-off as its reason, and a request whose launch failed no longer counts as booting
@@ -82,6 +91,7 @@ _DEFAULTS = {
     "queues": [],                 # [] = every queue (starcluster profile: all.q only)
     "boot_timeout": 1200,         # seconds a requested node may take to join before it is forgotten
     "name_reuse_time": 600,       # seconds after a node left during which its name is not reused
+    "unknown_timeout": 900,       # seconds a node may stay unknown (no job on it) before it is removed; 0: never
 }
 
 OPTIONS = tuple(_DEFAULTS)
@@ -182,6 +192,8 @@ def validate_config(config):
          "boot_timeout", "must be a number of seconds > 0")
     need(_is_number(cfg["name_reuse_time"]) and cfg["name_reuse_time"] >= 0,
          "name_reuse_time", "must be a number of seconds >= 0")
+    need(_is_number(cfg["unknown_timeout"]) and cfg["unknown_timeout"] >= 0,
+         "unknown_timeout", "must be a number of seconds >= 0 (0: never remove a node for being unknown)")
     need(isinstance(cfg["queues"], (list, tuple)) and all(isinstance(q, str) and q for q in cfg["queues"]),
          "queues", "must be a list of queue names")
     cfg["queues"] = list(cfg["queues"])
@@ -330,6 +342,9 @@ def _read_state(state, warnings, trusted=False):
         # hosts that left -> when a poll first missed them; absent from states written before the
         # key existed (then nothing is known to have left) and from lean states
         "removed": {},
+        # unknown hosts -> when the first poll of their current unknown spell saw them; absent from
+        # states written before the key existed (then every unknown host's clock starts now)
+        "unknown": {},
     }
     if out["last_launch_failure"] is None and state.get("last_launch_failure") is not None:
         warnings.append("state: 'last_launch_failure' is not a time; ignored (the launch failures known now count as seen)")
@@ -356,6 +371,12 @@ def _read_state(state, warnings, trusted=False):
             warnings.append("state: removed node %s has no readable time; its name may be reused" % name)
             continue
         out["removed"][str(name)] = float(left_at)
+    for name, since in typed("unknown", Mapping, {}).items():
+        since_at = _num(since)
+        if since_at is None:
+            warnings.append("state: unknown node %s has no readable time; its unknown clock starts again" % name)
+            continue
+        out["unknown"][str(name)] = float(since_at)
     for entry in typed("booting", list, []):
         requested = _num(entry.get("requested_at")) if isinstance(entry, Mapping) else _num(entry)
         if requested is not None:
@@ -552,6 +573,8 @@ class _Decision(object):
                     rec["last_busy"] = now
                 self.nodes[name] = rec
 
+        self._unknown_clocks()
+
         # max_nodes unset: StarCluster used the CLUSTER_SIZE the cluster was created with; we use
         # the size at the first poll, remembered in the state.
         self.cluster_size = prev["cluster_size"] if prev["cluster_size"] is not None else self.current
@@ -591,6 +614,24 @@ class _Decision(object):
             elif gap > 3 * cfg["interval"]:
                 self.warnings.append("previous poll was %s ago (interval %s): idle times and job history "
                                      "may have gaps" % (fmt_duration(gap), fmt_duration(cfg["interval"])))
+
+    def _unknown_clocks(self):
+        """``self.unknown_since``: unknown host -> when this spell of unknown state began.
+
+        A spell goes on from the previous poll's record only if that poll was at most three
+        intervals ago (the same gap that warns): after a gap nobody knows whether the host was
+        known again in between, so its clock starts now. A clock in the future (the qmaster's clock
+        went back) counts as ``now``. A host known again is forgotten.
+        """
+        if self.hints is not None:
+            unknown = self.hints["unknown"]
+        else:
+            unknown = [name for name, st in self.status.items() if st["unknown"]]
+        prev = self.prev
+        carry = prev["unknown"] if (prev["last_poll"] is not None
+                                    and 0 <= self.now - prev["last_poll"] <= 3 * self.cfg["interval"]) else {}
+        now = self.now
+        self.unknown_since = {name: min(carry.get(name, now), now) for name in sorted(unknown)}
 
     def _left_recently(self):
         """Hosts that left the cluster less than ``name_reuse_time`` ago -> when a poll first missed them.
@@ -1029,9 +1070,11 @@ class _Decision(object):
 
     # ---- shrinking ---------------------------------------------------------------------------
     def _removal_candidates(self):
-        """[(host, idle_for, reason)] eligible now, and {host: keep reason} for the others."""
+        """[(host, idle_for, reason)] eligible now, {host: keep reason} for the others, and
+        [(host, unknown_for, reason)] for the nodes unknown for ``unknown_timeout`` (see
+        :meth:`_unknown_to_remove`)."""
         cfg, now, lean = self.cfg, self.now, self.lean
-        cands, keep = [], {}
+        cands, keep, dead = [], {}, []
         names = self.node_names
         if lean:
             # a node running a job is only a "keep" text, which lean plans leave out
@@ -1051,6 +1094,13 @@ class _Decision(object):
             if st["jobs"]:
                 if not self.lean:
                     keep[name] = "running %s" % _plural(st["jobs"], "job")
+                    if st["unknown"] and not self.starcluster:
+                        self.warnings.append(
+                            "%s: state unknown (load %s, states %r) with %s listed on it; kept, never removed "
+                            "while Grid Engine lists a job there: check its execd (if the node is gone, qdel -f "
+                            "its jobs and the next polls remove it)" % (
+                                name, "-" if st["load"] is None else st["load"], st["states"],
+                                _plural(st["jobs"], "job")))
                 continue
             if self.starcluster:
                 if st["used"]:
@@ -1067,12 +1117,22 @@ class _Decision(object):
                         ("%s%s reserved" % (", " if st["used"] else "", _plural(st["reserved"], "slot")))
                         if st["reserved"] else "")
                     continue
-                # FIX(unknown): a host that reports load "-" or state u cannot be seen idle.
+                # FIX(unknown): a host that reports load "-" or state u cannot be seen idle; one
+                # that stays so for unknown_timeout with nothing on it is dead weight and goes.
                 if st["unknown"]:
-                    keep[name] = "state unknown (load %s, states %r): its idleness cannot be known" % (
-                        "-" if st["load"] is None else st["load"], st["states"])
+                    load = "-" if st["load"] is None else st["load"]
+                    unknown_for = max(0.0, now - self.unknown_since.get(name, now))
+                    timeout = cfg["unknown_timeout"]
+                    if timeout and unknown_for >= timeout:
+                        dead.append((name, unknown_for, "state unknown for %s >= unknown_timeout %s (load %s, states "
+                                     "%r), no job listed on it" % (fmt_duration(unknown_for), fmt_duration(timeout),
+                                                                    load, st["states"])))
+                        continue
+                    keep[name] = "state unknown (load %s, states %r): its idleness cannot be known%s" % (
+                        load, st["states"], (", removed once unknown for unknown_timeout %s (%s so far)" % (
+                            fmt_duration(timeout), fmt_duration(unknown_for))) if timeout else "")
                     self.warnings.append("%s: state unknown (load %s, states %r); kept, check its execd"
-                                         % (name, "-" if st["load"] is None else st["load"], st["states"]))
+                                         % (name, load, st["states"]))
                     continue
                 if st["error"]:
                     keep[name] = "queue in error state %r: idleness not trusted" % st["states"]
@@ -1113,7 +1173,30 @@ class _Decision(object):
         else:
             # Longest idle first, so the floor keeps the most recently useful nodes.
             cands.sort(key=lambda c: (-c[1], c[0]))
-        return cands, keep
+        return cands, keep, self._unknown_to_remove(dead, keep)
+
+    def _unknown_to_remove(self, dead, keep):
+        """The nodes of ``dead`` to remove now; the others get a keep reason.
+
+        When more than half of the worker nodes, and more than one, are unknown at the same time,
+        the fault is most likely the qmaster's or the network's, not the nodes': none is removed
+        for being unknown (as Kubernetes' cluster autoscaler stops when too many nodes are unready).
+        """
+        if not dead:
+            return []
+        workers = sum(1 for name, st in self.status.items() if st["exec_host"] and name != self.master)
+        unknown = sum(1 for name in self.unknown_since if name != self.master)
+        if unknown > 1 and 2 * unknown > workers:
+            why = "%d of %d worker nodes unknown at once: a qmaster or network fault, not dead nodes" % (unknown, workers)
+            self.warnings.append("%s; none removed for being unknown" % why)
+            for name, unknown_for, reason in dead:
+                keep[name] = "%s, but %s" % (reason, why)
+            return []
+        dead.sort(key=lambda c: (-c[1], c[0]))
+        for name, unknown_for, reason in dead:
+            self.warnings.append("%s: %s; removed (a replacement is added if the queue or min_nodes needs it)"
+                                 % (name, reason))
+        return dead
 
     # ---- job history and stats -----------------------------------------------------------------
     def _history(self):
@@ -1225,8 +1308,13 @@ class _Decision(object):
 
         # Removal: only when nothing waits (StarCluster: no qw job), and never while adding.
         remove = []
-        cands, keep = self._removal_candidates()
+        cands, keep, dead = self._removal_candidates()
         node_items = {}
+        # Nodes unknown for unknown_timeout with no job go whatever waits, grows, min_nodes or the
+        # stabilization time say: they run nothing and take nothing (the floor and growth replace them).
+        for name, unknown_for, why in dead:
+            remove.append(name)
+            node_items[name] = {"action": "remove", "host": name, "reason": "remove %s: %s" % (name, why)}
         if self.waiting:
             block = "%s waiting" % _plural(len(self.waiting), "job")
             for name, idle_for, why in cands:
@@ -1237,7 +1325,7 @@ class _Decision(object):
                 keep[name] = "%s, but nodes are being added" % why
             cands = []
         # Never below min_nodes (the master counts as a node, as in StarCluster).
-        max_remove = max(0, self.current - self.min_nodes)
+        max_remove = max(0, self.current - len(dead) - self.min_nodes)
         chosen = cands[:max_remove]
         for name, idle_for, why in cands[max_remove:]:
             keep[name] = "%s, but min_nodes=%d (the master counts as a node)" % (why, self.min_nodes)
@@ -1308,6 +1396,8 @@ class _Decision(object):
             new_state["last_launch_failure"] = self.launch_mark
         if self.removed:  # (without the key when empty: name_reuse_time 0 writes the state as before)
             new_state["removed"] = dict(self.removed)
+        if self.unknown_since:  # (without the key when no host is unknown: the state as before)
+            new_state["unknown"] = dict(self.unknown_since)
 
         parts = []
         if add:
