@@ -194,11 +194,39 @@ def _kill_namespace(node):
     return len(pids)
 
 
+def _kill_execd(node):
+    """SIGKILL the sge_execd of a namespace node; returns how many were killed."""
+    killed = 0
+    for pid in _run(['ip', 'netns', 'pids', node]).stdout.split():
+        try:
+            with open('/proc/%s/comm' % pid) as handle:
+                if handle.read().strip() != 'sge_execd':
+                    continue
+            os.kill(int(pid), signal.SIGKILL)
+            killed += 1
+        except OSError:
+            pass
+    return killed
+
+
+def _wait_unknown(node, timeout=120):
+    """Until the qmaster shows the node's queue instances in state u (max_unheard passed)."""
+    deadline = time.time() + timeout
+    while True:
+        out = _run(['qstat', '-f', '-q', '*@%s' % node]).stdout
+        if re.search(r'@%s\s.*\s[a-zA-Z]*u[a-zA-Z]*\s*$' % re.escape(node), out, re.M):
+            return
+        assert time.time() < deadline, 'the qmaster never marked %s unknown:\n%s' % (node, out)
+        time.sleep(3)
+
+
 def test_node_vanishes_with_a_job(cluster_nodes, tmp_path):  # noqa: F811
     """A node whose namespace is killed with a job on it: the balancer keeps it (a job is listed on
     it, then its state is unknown) however long it has been unknown, never removes or re-counts it
     as capacity, kills nothing; once the admin's qdel -f ends the job's listing, the next poll
-    removes the node (unknown for longer than unknown_timeout) from everything."""
+    removes the node (unknown for longer than unknown_timeout) from everything. Then the other
+    node's execd dies (the node itself stays up): two polls later that node is gone as well, its
+    shares unmounted."""
     state_dir = str(tmp_path)
     nodes = _nodes()
     size = len(nodes) + 1
@@ -221,22 +249,17 @@ def test_node_vanishes_with_a_job(cluster_nodes, tmp_path):  # noqa: F811
         old = _set_global_conf({'max_unheard': '00:00:20', 'load_report_time': '00:00:05'})
         assert _kill_namespace(victim) > 0
 
-        # right away: the job is still listed on the node, the node is kept
-        proc, result = _poll(state_dir, ['max_nodes=%d' % size, 'min_nodes=1', 'idle_time=0'])
+        # right away: the job is still listed on the node, the node is kept (idle_time keeps the
+        # other, idle node for part 2)
+        proc, result = _poll(state_dir, ['max_nodes=%d' % size, 'min_nodes=1', 'idle_time=3600'])
         assert proc.returncode == 0, proc.stdout[-3000:]
         plan = _task_result(result, 'Decide what to add and remove')['plan']
         assert victim not in plan['remove'], plan['items']
 
         # once the qmaster has not heard from it for max_unheard: state unknown, kept, said so
-        deadline = time.time() + 120
-        while True:
-            out = _run(['qstat', '-f', '-q', '*@%s' % victim]).stdout
-            if re.search(r'@%s\s.*\s[a-zA-Z]*u[a-zA-Z]*\s*$' % re.escape(victim), out, re.M):
-                break
-            assert time.time() < deadline, 'the qmaster never marked %s unknown:\n%s' % (victim, out)
-            time.sleep(3)
+        _wait_unknown(victim)
         # unknown_timeout=1: two polls make it unknown for longer than that; the listed job keeps it
-        short = ['max_nodes=%d' % size, 'min_nodes=1', 'idle_time=0', 'unknown_timeout=1']
+        short = ['max_nodes=%d' % size, 'min_nodes=1', 'idle_time=3600', 'unknown_timeout=1']
         for _poll_index in range(2):
             proc, result = _poll(state_dir, short)
             assert proc.returncode == 0, proc.stdout[-3000:]
@@ -262,6 +285,24 @@ def test_node_vanishes_with_a_job(cluster_nodes, tmp_path):  # noqa: F811
         assert _journal(state_dir) == []
         places, _ops = view(victim, address, CLUSTER)
         assert verdict(places, []) == 'absent', places
+
+        # part 2: the execd of the other node dies, the node stays up
+        other = nodes[0]
+        other_address = _address(other)
+        assert _kill_execd(other) > 0
+        _wait_unknown(other)
+        proc, result = _poll(state_dir, short)
+        assert proc.returncode == 0, proc.stdout[-3000:]
+        plan = _task_result(result, 'Decide what to add and remove')['plan']
+        assert other not in plan['remove'] and any(
+            item['reason'].startswith('keep %s: state unknown' % other) for item in plan['items']), plan['items']
+        time.sleep(1)
+        proc, result = _poll(state_dir, short)
+        assert proc.returncode == 0, proc.stdout[-3000:]
+        plan = _task_result(result, 'Decide what to add and remove')['plan']
+        assert plan['remove'] == [other], plan['items']
+        places, _ops = view(other, other_address, CLUSTER)
+        assert verdict(places, _journal(state_dir)) == 'absent', places
     finally:
         if old is not None:
             _set_global_conf(old)

@@ -7,14 +7,19 @@ A worker whose execd the qmaster no longer hears from (load ``-``, queue state `
 anything is listed on it, and removed once it has been unknown for ``unknown_timeout`` with nothing
 on it, unless most workers are unknown at once. The host records follow ``qhost -xml`` /
 ``qstat -f`` as ``sge_queue_facts`` returns them (an unknown host has ``load_avg`` None and ``u``
-in its queue states, as in tests/unit/fixtures of the vanished-node captures).
+in its queue states, as ip-10-0-0-116 in AWS ParallelCluster's capture used by the last test).
 """
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
+from ansible_collections.gridengine.balancer.plugins.module_utils.sge_xml import build_snapshot
 from ansible_collections.gridengine.balancer.plugins.plugin_utils.policy import elastic
+
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "fixtures", "sge")
 
 T0 = 1700000000.0
 CFG = {"master": "master", "min_nodes": 1, "max_nodes": 6, "job_wait_time": 0, "stabilization_time": 300,
@@ -220,3 +225,27 @@ def test_unknown_timeout_must_be_seconds(bad):
     with pytest.raises(ValueError) as err:
         elastic.validate_config({"unknown_timeout": bad})
     assert str(err.value).startswith("unknown_timeout: must be a number of seconds >= 0")
+
+
+def test_a_real_capture_with_an_unknown_host():
+    """AWS ParallelCluster's capture of a SoGE 8.1 cluster (tests/unit/fixtures/sge/PROVENANCE.md):
+    ip-10-0-0-116 is in state au with load -, ip-10-0-0-52 disabled and idle, ip-10-0-0-166 busy,
+    jobs waiting. Polled every minute, the unknown host goes after 15 minutes although a job waits;
+    the idle, disabled one stays because it waits."""
+    def read(name):
+        with open(os.path.join(FIXTURES, name), "rb") as handle:
+            return handle.read()
+
+    qstat = read("aws-parallelcluster-node/test_get_compute_nodes_info__qstat_output_mix.xml")
+    qhost = read("handmade/qhost_q_soge819.xml")
+    h116, h52 = "ip-10-0-0-116.eu-west-1.compute.internal", "ip-10-0-0-52.eu-west-1.compute.internal"
+    cfg = {"master": "master", "max_nodes": 4, "idle_time": 0, "job_wait_time": 10 ** 9}
+    state = {}
+    for minute in range(16):
+        now = T0 + 60 * minute
+        plan = elastic.decide(build_snapshot(qstat, qhost, now, "default"), state, cfg, now)
+        state = plan["state"]
+        assert plan["remove"] == ([h116] if minute == 15 else []), (minute, plan["items"])
+    assert reason(plan, h52).endswith("but 1 job waiting")
+    assert reason(plan, h116).startswith("remove %s: state unknown for 15m >= unknown_timeout 15m (load -, states 'au')"
+                                         % h116)
