@@ -220,6 +220,18 @@ def _wait_unknown(node, timeout=120):
         time.sleep(3)
 
 
+def _wait_known(node, timeout=120):
+    """Until qhost shows a load for the node and its queue instances are not in state u."""
+    deadline = time.time() + timeout
+    while True:
+        out = _run(['qstat', '-f', '-q', '*@%s' % node]).stdout
+        if (nodes_report([node], 0)
+                and not re.search(r'@%s\s.*\s[a-zA-Z]*u[a-zA-Z]*\s*$' % re.escape(node), out, re.M)):
+            return
+        assert time.time() < deadline, 'the qmaster still has %s unknown:\n%s' % (node, out)
+        time.sleep(2)
+
+
 def test_node_vanishes_with_a_job(cluster_nodes, tmp_path):  # noqa: F811
     """A node whose namespace is killed with a job on it: the balancer keeps it (a job is listed on
     it, then its state is unknown) however long it has been unknown, never removes or re-counts it
@@ -274,12 +286,20 @@ def test_node_vanishes_with_a_job(cluster_nodes, tmp_path):  # noqa: F811
             assert victim in json.load(handle)['unknown'], 'the state does not time the unknown node'
 
         # the admin's qdel -f ends the job's listing; the next poll removes the node, which does
-        # not answer (no ssh: its shares cannot be unmounted from it), from everything else
+        # not answer (no ssh: its shares cannot be unmounted from it), from everything else.
+        # The other node must be known then: with max_unheard at 20 s its execd's report can come
+        # late on this loaded machine and make it unknown for a moment, and with 2 of 2 workers
+        # unknown the plan rightly removes neither (seen in the first run of this test). Back at
+        # its old value, max_unheard cannot expire for it; the vanished node stays unknown.
+        _set_global_conf(old)
+        for node in nodes:
+            if node != victim:
+                _wait_known(node)
         _run(['qdel', '-f', str(job)])
         proc, result = _poll(state_dir, short)
         assert proc.returncode == 0, proc.stdout[-3000:]
         plan = _task_result(result, 'Decide what to add and remove')['plan']
-        assert plan['remove'] == [victim], plan['items']
+        assert plan['remove'] == [victim], json.dumps([plan['items'], plan['warnings']], indent=1)
         assert re.search(r'remove %s: state unknown for \S+ >= unknown_timeout 1s \(load -, states \S*u\S*\), no job '
                          r'listed on it' % re.escape(victim), ' '.join(i['reason'] for i in plan['items'])), plan['items']
         assert _journal(state_dir) == []
@@ -289,6 +309,7 @@ def test_node_vanishes_with_a_job(cluster_nodes, tmp_path):  # noqa: F811
         # part 2: the execd of the other node dies, the node stays up
         other = nodes[0]
         other_address = _address(other)
+        _set_global_conf({'max_unheard': '00:00:20', 'load_report_time': '00:00:05'})
         assert _kill_execd(other) > 0
         _wait_unknown(other)
         proc, result = _poll(state_dir, short)
@@ -300,7 +321,7 @@ def test_node_vanishes_with_a_job(cluster_nodes, tmp_path):  # noqa: F811
         proc, result = _poll(state_dir, short)
         assert proc.returncode == 0, proc.stdout[-3000:]
         plan = _task_result(result, 'Decide what to add and remove')['plan']
-        assert plan['remove'] == [other], plan['items']
+        assert plan['remove'] == [other], json.dumps([plan['items'], plan['warnings']], indent=1)
         places, _ops = view(other, other_address, CLUSTER)
         assert verdict(places, _journal(state_dir)) == 'absent', places
     finally:
