@@ -1124,9 +1124,9 @@ class _Decision(object):
                     unknown_for = max(0.0, now - self.unknown_since.get(name, now))
                     timeout = cfg["unknown_timeout"]
                     if timeout and unknown_for >= timeout:
-                        dead.append((name, unknown_for, "state unknown for %s >= unknown_timeout %s (load %s, states "
-                                     "%r), no job listed on it" % (fmt_duration(unknown_for), fmt_duration(timeout),
-                                                                    load, st["states"])))
+                        why = "state unknown for %s >= unknown_timeout %s (load %s, states %r), no job listed on it" % (
+                            fmt_duration(unknown_for), fmt_duration(timeout), load, st["states"])
+                        dead.append((name, unknown_for, why))
                         continue
                     keep[name] = "state unknown (load %s, states %r): its idleness cannot be known%s" % (
                         load, st["states"], (", removed once unknown for unknown_timeout %s (%s so far)" % (
