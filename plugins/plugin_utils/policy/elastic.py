@@ -1194,7 +1194,7 @@ class _Decision(object):
             return []
         dead.sort(key=lambda c: (-c[1], c[0]))
         for name, unknown_for, reason in dead:
-            self.warnings.append("%s: %s; removed (a replacement is added if the queue or min_nodes needs it)"
+            self.warnings.append("%s: %s; the plan removes it (growth or min_nodes replaces it if needed)"
                                  % (name, reason))
         return dead
 

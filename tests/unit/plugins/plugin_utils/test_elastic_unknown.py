@@ -82,7 +82,7 @@ def test_an_idle_unknown_node_is_removed_after_unknown_timeout():
     assert last["remove"] == ["node002"]
     assert reason(last, "node002") == ("remove node002: state unknown for 15m >= unknown_timeout 15m (load -, "
                                        "states 'au'), no job listed on it")
-    assert any(w.startswith("node002: state unknown for 15m") and "removed" in w for w in last["warnings"])
+    assert any(w.startswith("node002: state unknown for 15m") and "the plan removes it" in w for w in last["warnings"])
     assert last["state"]["unknown"] == {"node002": T0}
 
 
