@@ -209,26 +209,17 @@ def _kill_execd(node):
     return killed
 
 
-def _wait_unknown(node, timeout=120):
-    """Until the qmaster shows the node's queue instances in state u (max_unheard passed)."""
+def _wait_unknown(node, unknown=True, timeout=120):
+    """Until the qmaster shows the node unknown (its queue instances in state u: max_unheard
+    passed), or, with ``unknown=False``, known again (no state u, and a load in qhost)."""
     deadline = time.time() + timeout
     while True:
         out = _run(['qstat', '-f', '-q', '*@%s' % node]).stdout
-        if re.search(r'@%s\s.*\s[a-zA-Z]*u[a-zA-Z]*\s*$' % re.escape(node), out, re.M):
+        is_unknown = bool(re.search(r'@%s\s.*\s[a-zA-Z]*u[a-zA-Z]*\s*$' % re.escape(node), out, re.M))
+        if is_unknown if unknown else (not is_unknown and nodes_report([node], 0)):
             return
-        assert time.time() < deadline, 'the qmaster never marked %s unknown:\n%s' % (node, out)
-        time.sleep(3)
-
-
-def _wait_known(node, timeout=120):
-    """Until qhost shows a load for the node and its queue instances are not in state u."""
-    deadline = time.time() + timeout
-    while True:
-        out = _run(['qstat', '-f', '-q', '*@%s' % node]).stdout
-        if (nodes_report([node], 0)
-                and not re.search(r'@%s\s.*\s[a-zA-Z]*u[a-zA-Z]*\s*$' % re.escape(node), out, re.M)):
-            return
-        assert time.time() < deadline, 'the qmaster still has %s unknown:\n%s' % (node, out)
+        assert time.time() < deadline, 'the qmaster %s %s unknown:\n%s' % (
+            'never marked' if unknown else 'still has', node, out)
         time.sleep(2)
 
 
@@ -294,7 +285,7 @@ def test_node_vanishes_with_a_job(cluster_nodes, tmp_path):  # noqa: F811
         _set_global_conf(old)
         for node in nodes:
             if node != victim:
-                _wait_known(node)
+                _wait_unknown(node, unknown=False)
         _run(['qdel', '-f', str(job)])
         proc, result = _poll(state_dir, short)
         assert proc.returncode == 0, proc.stdout[-3000:]
