@@ -97,7 +97,7 @@ def content_checksum(top):
             digest.update(b"L\0%s\0%s\0" % (rel.encode("utf-8", "surrogateescape"), target))
         elif stat.S_ISREG(st.st_mode):
             digest.update(b"F\0%s\0%d\0" % (rel.encode("utf-8", "surrogateescape"), st.st_size))
-            with open(path, "rb") as handle:
+            with os.fdopen(os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)), "rb") as handle:
                 while True:
                     block = handle.read(CHUNK)
                     if not block:
@@ -186,56 +186,269 @@ def pack(root, job, task):
     return dest, checksum, os.path.getsize(dest)
 
 
-def _safe_members(tar, dest):
+MAX_LINK_STEPS = 40
+
+
+def _member_path(member):
+    """The member's path in the copy as a tuple of components (``()`` is the copy itself);
+    TaskDataError for an absolute name, a ``..`` component or a control character."""
+    name = member.name
+    if name.startswith("/") or any(ord(c) < 32 or ord(c) == 127 for c in name):
+        raise TaskDataError("archive member %r points outside the copy (absolute, or a control character)" % name)
+    parts = tuple(p for p in name.split("/") if p not in ("", "."))
+    if ".." in parts:
+        raise TaskDataError("archive member %r points outside the copy (a '..' in its name)" % name)
+    return parts
+
+
+def _resolve(links, start, target, steps=0):
+    """Where ``target`` (a link in directory ``start``) leads in the copy as it will be unpacked,
+    following the archive's own links: the components, or TaskDataError if it ever leaves the copy.
+
+    The real tree is exactly the archive (a fresh directory, links made last), so resolving with
+    the archive's links is resolving against the real tree. ``None`` for a loop (it leads
+    nowhere: the kernel refuses to follow it)."""
+    if target.startswith("/"):
+        raise TaskDataError("absolute link target %r" % target)
+    path = list(start)
+    for part in target.split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if not path:
+                raise TaskDataError("link target %r climbs above the copy" % target)
+            path.pop()
+            continue
+        path.append(part)
+        if tuple(path) in links:
+            if steps >= MAX_LINK_STEPS:
+                return None
+            here = path[:-1]
+            resolved = _resolve(links, here, links[tuple(path)], steps + 1)
+            if resolved is None:
+                return None
+            path = list(resolved)
+    return tuple(path)
+
+
+def check_members(tar):
+    """The members of an archive of one copy, checked before anything is written.
+
+    Only directories, regular files and symbolic links; no name twice; no absolute name, ``..``
+    or control character; nothing under a link or a file; every link, followed through the
+    archive's other links (chains included), resolves inside the copy. TaskDataError naming the
+    member otherwise. Returns ``[(components, member)]`` in archive order.
+    """
+    seen, links, out = {}, {}, []
     for member in tar.getmembers():
-        name = os.path.normpath(member.name)
-        if name.startswith("..") or os.path.isabs(name):
-            raise TaskDataError("archive member %r points outside the copy" % member.name)
-        if name == "." and not member.isdir():
+        parts = _member_path(member)
+        if not parts and not member.isdir():
             # "." is the copy's own directory: only the top directory may have that name
             raise TaskDataError("archive member %r is not a directory but names the copy itself" % member.name)
-        if not (member.isfile() or member.isdir() or member.issym()):
+        if member.islnk():
+            raise TaskDataError("archive member %r is a hard link (to %r): refused" % (member.name, member.linkname))
+        if member.issparse() or not (member.isreg() or member.isdir() or member.issym()):
             raise TaskDataError("archive member %r is not a file, directory or symlink" % member.name)
+        if parts in seen:
+            raise TaskDataError("archive member %r appears more than once" % member.name)
+        seen[parts] = member
         if member.issym():
-            target = os.path.normpath(os.path.join(os.path.dirname(name), member.linkname))
-            if member.linkname.startswith("/") or target.startswith(".."):
-                raise TaskDataError("archive symlink %r points outside the copy" % member.name)
-        yield member
-    del dest
+            links[parts] = member.linkname
+        out.append((parts, member))
+    for parts, member in out:
+        for i in range(1, len(parts)):
+            above = seen.get(parts[:i])
+            if above is not None and above.issym():
+                raise TaskDataError("archive member %r is under the symbolic link %r" % (member.name, above.name))
+            if above is not None and not above.isdir():
+                raise TaskDataError("archive member %r is under the file %r" % (member.name, above.name))
+        if member.issym():
+            try:
+                _resolve(links, parts[:-1], member.linkname)
+            except TaskDataError as exc:
+                raise TaskDataError("archive symlink %r -> %r points outside the copy: %s" % (
+                    member.name, member.linkname, exc))
+    return out
 
 
-def _unpack(archive, partial, job, task):
-    """Extract ``archive`` into ``partial``; TaskDataError naming the archive when it is damaged
-    (tarfile.ReadError), cannot be written as it is (a file where a directory is, ...) or holds
-    symbolic links that refer to each other in a loop (tarfile follows them when a link cannot be
-    made, RecursionError)."""
+def archive_checksum(tar, members):
+    """The :func:`content_checksum` of the copy the checked ``members`` make, read from the archive."""
+    digest = hashlib.sha256()
+    entries = sorted(("/".join(parts), member) for parts, member in members if member.isreg() or member.issym())
+    for rel, member in entries:
+        rel = rel.encode("utf-8", "surrogateescape")
+        if member.issym():
+            digest.update(b"L\0%s\0%s\0" % (rel, member.linkname.encode("utf-8", "surrogateescape")))
+            continue
+        digest.update(b"F\0%s\0%d\0" % (rel, member.size))
+        handle = tar.extractfile(member)
+        left = member.size
+        while left > 0:
+            block = handle.read(min(CHUNK, left))
+            if not block:
+                raise tarfile.ReadError("unexpected end of data in %r" % member.name)
+            digest.update(block)
+            left -= len(block)
+    return "sha256:" + digest.hexdigest()
+
+
+def _free_bytes(path):
+    while not os.path.isdir(path):      # a data root not made yet: the file system it will be on
+        path = os.path.dirname(path)
+    fs = os.statvfs(path)
+    return fs.f_bavail * fs.f_frsize
+
+
+def _owner_of(root):
+    """``(uid, gid)`` to unpack as: the data root's owner (the user the task data belongs to)."""
+    st = os.stat(root)
+    return st.st_uid, st.st_gid
+
+
+def _extract(tar, members, top_fd):
+    """Write the checked ``members`` into the directory ``top_fd``: directories and files first,
+    links last, every path relative to ``top_fd`` and opened with O_NOFOLLOW / O_EXCL, so no
+    write follows a link. Modes as the "data" filter: no set-id or sticky bit, no group/other
+    write, owner read/write kept."""
+    nofollow = getattr(os, "O_NOFOLLOW", 0)
+    dirs = []
+
+    def mkdirs(parts):
+        for i in range(1, len(parts) + 1):
+            try:
+                os.mkdir("/".join(parts[:i]), 0o700, dir_fd=top_fd)
+            except FileExistsError:
+                st = os.stat("/".join(parts[:i]), dir_fd=top_fd, follow_symlinks=False)
+                if not stat.S_ISDIR(st.st_mode):
+                    raise TaskDataError("archive path %r is not a directory" % "/".join(parts[:i]))
+
+    for parts, member in sorted(members, key=lambda item: (len(item[0]), item[0])):
+        if member.isdir():
+            mkdirs(parts)
+            dirs.append((parts, member))
+    for parts, member in members:
+        if not member.isreg():
+            continue
+        mkdirs(parts[:-1])
+        fd = os.open("/".join(parts), os.O_WRONLY | os.O_CREAT | os.O_EXCL | nofollow, 0o600, dir_fd=top_fd)
+        with os.fdopen(fd, "wb") as out:
+            handle = tar.extractfile(member)
+            left = member.size
+            while left > 0:
+                block = handle.read(min(CHUNK, left))
+                if not block:
+                    raise tarfile.ReadError("unexpected end of data in %r" % member.name)
+                out.write(block)
+                left -= len(block)
+            out.flush()
+            os.fchmod(out.fileno(), (member.mode & 0o755) | 0o600)
+            os.utime(out.fileno(), (member.mtime, member.mtime))
+    for parts, member in members:
+        if member.issym():
+            mkdirs(parts[:-1])
+            os.symlink(member.linkname, "/".join(parts), dir_fd=top_fd)
+            if os.utime in os.supports_follow_symlinks:
+                os.utime("/".join(parts), (member.mtime, member.mtime), dir_fd=top_fd, follow_symlinks=False)
+    for parts, member in sorted(dirs, key=lambda item: -len(item[0])):
+        fd = os.open("/".join(parts) or ".", os.O_RDONLY | os.O_DIRECTORY | nofollow, dir_fd=top_fd)
+        try:
+            os.fchmod(fd, (member.mode & 0o755) | 0o700)
+            os.utime(fd, (member.mtime, member.mtime))
+        finally:
+            os.close(fd)
+
+
+def _as_user(uid, gid, work):
+    """Run ``work()`` as ``uid``/``gid`` when this process is root and they are not root (in a
+    forked child that drops every group first), else in this process. TaskDataError with the
+    child's message when it fails."""
+    if os.geteuid() != 0 or uid == 0:
+        work()
+        return
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child; its outcome is checked by the parent
+        code = 1
+        try:
+            os.close(read_end)
+            os.setgroups([])
+            os.setgid(gid)
+            os.setuid(uid)
+            if os.getuid() != uid or os.geteuid() != uid:
+                raise TaskDataError("could not become uid %d" % uid)
+            work()
+            code = 0
+        except BaseException as exc:  # pylint: disable=broad-except
+            message = "%s: %s" % (type(exc).__name__, exc) if not isinstance(exc, TaskDataError) else str(exc)
+            os.write(write_end, message.encode("utf-8", "replace")[:8000])
+        finally:
+            os._exit(code)  # pylint: disable=protected-access
+    os.close(write_end)
+    chunks = []
+    while True:
+        block = os.read(read_end, 65536)
+        if not block:
+            break
+        chunks.append(block)
+    os.close(read_end)
+    dummy_pid, status = os.waitpid(pid, 0)
+    if status != 0:
+        message = b"".join(chunks).decode("utf-8", "replace") or "the unpacking process died (status %d)" % status
+        raise TaskDataError(message)
+
+
+def _unpack(archive, partial, job, task, checksum, root):
+    """Check ``archive``, verify its content against ``checksum``, then unpack it into ``partial``
+    (created here) as the data root's owner. Nothing is written before the archive has passed
+    every check and the checksum; TaskDataError naming the archive when it is damaged, unsafe,
+    does not verify or does not fit."""
     try:
         with tarfile.open(archive, mode="r") as tar:
-            members = list(_safe_members(tar, partial))
-            if hasattr(tarfile, "data_filter"):
-                tar.extractall(partial, members=members, filter="data")
-            else:  # Python < 3.11.4: the members were checked by _safe_members above
-                for member in members:  # as the "data" filter: no set-id, sticky or group/other write
-                    member.mode &= ~(stat.S_ISUID | stat.S_ISGID | stat.S_ISVTX | stat.S_IWGRP | stat.S_IWOTH)
-                tar.extractall(partial, members=members)  # nosec B202: members checked
+            members = check_members(tar)
+            got = archive_checksum(tar, members)
+            if got != checksum:
+                raise TaskDataError("copy of %s/%s from %s does not verify: checksum %s, source had %s" % (
+                    job, task, archive, got, checksum))
+            need = sum(member.size for dummy, member in members if member.isreg())
+            free = _free_bytes(root)
+            if need > free:
+                raise TaskDataError("copy of %s/%s from %s needs %d bytes, the data root %s has %d free" % (
+                    job, task, archive, need, root, free))
+            jobdir = os.path.dirname(partial)
+            os.makedirs(jobdir, mode=DIR_MODE, exist_ok=True)
+            uid, gid = _owner_of(root)
+            if os.path.lexists(partial):
+                shutil.rmtree(partial)
+            os.mkdir(partial, 0o700)
+            top_fd = os.open(partial, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0))
+            try:
+                if os.geteuid() == 0 and uid != 0:
+                    os.fchown(top_fd, uid, gid)
+                _as_user(uid, gid, lambda: _extract(tar, members, top_fd))
+            finally:
+                os.close(top_fd)
+    except TaskDataError:
+        raise
     except RecursionError:
-        raise TaskDataError("archive %s of %s/%s cannot be unpacked: its links refer to each other in a loop" % (
-            archive, job, task))
-    except (tarfile.TarError, OSError) as exc:
+        raise TaskDataError("archive %s of %s/%s cannot be unpacked: it is nested too deeply" % (archive, job, task))
+    except (tarfile.TarError, OSError, ValueError) as exc:
         raise TaskDataError("archive %s of %s/%s cannot be unpacked: %s" % (
             archive, job, task, str(exc).replace("\n", " ") or type(exc).__name__))
 
 
 def receive(root, job, task, archive, checksum):
-    """Unpack ``archive`` as the copy of job/task, verify ``checksum``, then give it its final name.
+    """Check ``archive``, verify ``checksum`` on its content, unpack it as the copy of job/task,
+    verify the unpacked copy again, then give it its final name.
 
     Returns ``"present"`` when a copy with that checksum was already there (nothing changed),
-    ``"received"`` otherwise.  A mismatch removes what was unpacked and raises; an existing copy
-    with other content raises (it is never overwritten).  An archive that cannot be unpacked
-    (damaged, unsafe, or not writable as it is) raises TaskDataError naming it, and what was
-    unpacked is removed.
+    ``"received"`` otherwise. An archive that is damaged, holds anything but directories, files
+    and links that stay inside the copy, or does not match ``checksum`` raises TaskDataError
+    naming it before anything is written; an existing copy with other content raises (it is
+    never overwritten). The unpacking never relies on the running Python's ``data`` filter, and
+    runs as the data root's owner when that is not root.
     """
     final = copy_dir(root, job, task)
+    root = check_root(root)
     if os.path.isdir(final):
         have = content_checksum(final)
         if have == checksum:
@@ -243,13 +456,9 @@ def receive(root, job, task, archive, checksum):
         raise TaskDataError("%s already holds a different copy of %s/%s (%s, wanted %s)" % (
             root, job, task, have, checksum))
     jobdir = os.path.dirname(final)
-    os.makedirs(jobdir, mode=DIR_MODE, exist_ok=True)
     partial = os.path.join(jobdir, PARTIAL + task)
-    if os.path.lexists(partial):
-        shutil.rmtree(partial)
-    os.mkdir(partial, DIR_MODE)
     try:
-        _unpack(archive, partial, job, task)
+        _unpack(archive, partial, job, task, checksum, root)
         got = content_checksum(partial)
         if got != checksum:
             raise TaskDataError("copy of %s/%s from %s does not verify: checksum %s, source had %s" % (
@@ -267,9 +476,9 @@ def _sync_tree(top):
     for dirpath, dummy_dirs, filenames in os.walk(top):
         for name in filenames:
             path = os.path.join(dirpath, name)
-            if os.path.islink(path):
+            if not os.path.isfile(path) or os.path.islink(path):
                 continue
-            fd = os.open(path, os.O_RDONLY)
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
             try:
                 os.fsync(fd)
             finally:

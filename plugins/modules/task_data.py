@@ -14,11 +14,18 @@ description:
     runs them. The layout of a node's data root is in C(docs/rebalance.md).
   - O(state=packed) packs the copy of O(job)/O(task) into C(<data_root>/.outgoing/<job>.<task>.tar)
     (written under a temporary name, then renamed) and returns its content checksum, to be fetched.
-  - O(state=present) unpacks O(src) into C(<job>/.partial.<task>), checks that its content checksum
-    is O(checksum), and only then renames it to C(<job>/<task>), so a copy with its final name is
+  - O(state=present) first checks O(src) and its content checksum against O(checksum) without
+    writing anything, then unpacks it into C(<job>/.partial.<task>), checks the checksum of what was
+    unpacked again, and only then renames it to C(<job>/<task>), so a copy with its final name is
     always complete. A copy with the same checksum already there changes nothing; one with other content
-    fails the task and is left as it is. Archive members that would land outside the copy, device
-    files and absolute symlinks are refused.
+    fails the task and is left as it is. Only directories, regular files and symbolic links are
+    unpacked; hard links, device files, FIFOs, names given twice, absolute names, names with C(..),
+    members under a link and links that lead outside the copy (followed through the archive's
+    other links, chains included) fail the task naming the member, before anything is written.
+    The unpacking does not depend on the Python version's C(data) filter; set-id and sticky bits
+    and group/other write are dropped.
+  - Run as root, O(state=present) unpacks as the owner of O(data_root) when that is another user
+    (a child process that dropped to that user and no supplementary group).
   - O(state=absent) removes the copy (renamed to C(.removing.<task>) first, so it stops counting
     as a copy before the files go).
   - O(state=clean) removes the leftovers of interrupted moves (C(.partial.*), C(.removing.*),

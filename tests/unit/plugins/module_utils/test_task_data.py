@@ -154,18 +154,19 @@ def _archive(path, members):
     # a regular file named "." was extracted onto the copy's directory: IsADirectoryError
     ([(".", "file", b"x")], "'.' is not a directory but names the copy itself"),
     ([("./", "sym", "elsewhere")], "is not a directory but names the copy itself"),
-    # a link that cannot be made (a directory is there) is followed in the archive: RecursionError
+    # a link that cannot be made (a directory is there) was followed by tarfile: RecursionError;
+    # now a name given twice is refused before anything is written (issue 20)
     ([(".", "dir", None), ("x", "dir", None), ("x", "sym", "y"), ("y", "sym", "x")],
-     "cannot be unpacked: its links refer to each other in a loop"),
-    # a file where a directory is: IsADirectoryError from tarfile
-    ([("d", "dir", None), ("d", "file", b"x")], "cannot be unpacked: .*Is a directory"),
+     "archive member 'x' appears more than once"),
+    # a file where a directory is: IsADirectoryError from tarfile, now refused up front
+    ([("d", "dir", None), ("d", "file", b"x")], "archive member 'd' appears more than once"),
 ])
 def test_archives_that_cannot_be_unpacked(tmp_path, members, message):
     archive = _archive(str(tmp_path / "a.tar"), members)
     dst = str(tmp_path / "b")
     with pytest.raises(td.TaskDataError, match=message):
         td.receive(dst, "logs", "1", archive, "sha256:x")
-    assert os.listdir(os.path.join(dst, "logs")) == []       # the partial copy is removed
+    assert not os.path.exists(dst)         # refused before anything was written (issue 20)
 
 
 @pytest.mark.parametrize("damage", ["truncate", "checksum", "garbage"])
@@ -181,7 +182,7 @@ def test_a_damaged_archive_is_a_task_data_error(tmp_path, damage):
         handle.write(data)
     with pytest.raises(td.TaskDataError, match=r"archive %s of logs/1 cannot be unpacked: " % re.escape(archive)):
         td.receive(dst, "logs", "1", archive, checksum)
-    assert os.listdir(os.path.join(dst, "logs")) == []
+    assert not os.path.exists(dst)         # refused before anything was written (issue 20)
     with pytest.raises(td.TaskDataError, match="cannot be unpacked: .*No such file"):
         td.receive(dst, "logs", "1", str(tmp_path / "missing.tar"), checksum)
 
