@@ -50,6 +50,7 @@ import json
 import os
 import pwd
 import re
+import stat
 import subprocess
 import sys
 import time
@@ -91,6 +92,11 @@ class PartnerRefused(TransferError):
 
 class PartnerUnreachable(TransferError):
     """The partner's qmaster could not be reached."""
+
+
+class UnsafeRecord(TransferError):
+    """A record, flag or records directory that this user did not make (or that others may
+    write): the job is re-queued, never killed, and nothing in it is used."""
 
 
 # ----------------------------------------------------------------------------- pure helpers --
@@ -469,6 +475,55 @@ def status_path(cfg):
     return cfg.get('status_file') or os.path.join(os.path.dirname(cfg['jobs_dir'].rstrip('/')), STATUS_NAME)
 
 
+_JOB_NUMBER = re.compile(r'^[0-9]+\Z')
+
+
+def is_job_number(value):
+    """True for a Grid Engine job number (digits only): the only remote id ever passed to a command."""
+    return isinstance(value, (str, int)) and not isinstance(value, bool) and bool(_JOB_NUMBER.match(str(value)))
+
+
+def records_dir(cfg, uid=None):
+    """This user's records directory, ``<jobs_dir>/u<uid>``: the shared jobs directory is sticky
+    and world-writable (1777), so each user keeps records and flags in a directory of their own."""
+    return os.path.join(cfg['jobs_dir'], 'u%d' % (os.getuid() if uid is None else uid))
+
+
+def check_own_dir(path, create=False):
+    """``path`` is a directory of this user that nobody else may write (not a link); made with
+    mode 0700 when ``create`` and missing. UnsafeRecord otherwise (False when missing and not
+    ``create``)."""
+    if create:
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            pass
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        if create:
+            raise
+        return False
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        raise UnsafeRecord('the records directory %s is not your own private directory (owner uid %d, mode %o, '
+                           'a %s): an administrator should remove it' % (
+                               path, st.st_uid, stat.S_IMODE(st.st_mode),
+                               'directory' if stat.S_ISDIR(st.st_mode) else 'link or file'))
+    return True
+
+
+def own_file_exists(path):
+    """True for a regular file of this user, False when there is none; UnsafeRecord for anything
+    else (another user's file, a link, a directory)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
+        raise UnsafeRecord('%s is not a file of yours (owner uid %d): not used' % (path, st.st_uid))
+    return True
+
+
 def write_json_atomic(path, data, mode=0o600):
     tmp = '%s.tmp.%d' % (path, os.getpid())
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, 'O_NOFOLLOW', 0), mode)
@@ -484,12 +539,15 @@ def read_own_json(path):
     """A record written by this user, or None. Records of other users are refused (the jobs
     directory is shared and sticky, like /tmp)."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, 'O_NOFOLLOW', 0))
-    except OSError:
+        fd = os.open(path, os.O_RDONLY | getattr(os, 'O_NOFOLLOW', 0) | getattr(os, 'O_NONBLOCK', 0))
+    except FileNotFoundError:
         return None
+    except OSError as exc:      # a link (ELOOP with O_NOFOLLOW) or a file we may not read
+        raise UnsafeRecord('%s cannot be read as a record of yours: %s' % (path, exc))
     with os.fdopen(fd) as handle:
-        if os.fstat(handle.fileno()).st_uid != os.getuid():
-            raise TransferError('%s belongs to another user' % path)
+        st = os.fstat(handle.fileno())
+        if st.st_uid != os.getuid() or not stat.S_ISREG(st.st_mode):
+            raise UnsafeRecord('%s belongs to another user or is not a file' % path)
         try:
             data = json.load(handle)
         except (ValueError, RecursionError):    # not JSON (or nested too deeply): a broken record
@@ -525,7 +583,8 @@ class Transfer(object):
         self.nonce = nonce or (lambda: os.urandom(4).hex())
         self.job_id = environ.get('JOB_ID', '')
         self.task_id = environ.get('SGE_TASK_ID', 'undefined')
-        self.rec_path = os.path.join(cfg['jobs_dir'], record_name(self.job_id, self.task_id))
+        self.rec_dir = records_dir(cfg)
+        self.rec_path = os.path.join(self.rec_dir, record_name(self.job_id, self.task_id))
         self.flag_path = self.rec_path[:-len('.json')] + '.terminated'
         self.home = environ.get('HOME')
         self.user = environ.get('USER') or environ.get('LOGNAME')
@@ -640,10 +699,32 @@ class Transfer(object):
         return EXIT_RESCHEDULE
 
     # -- the starter
+    def terminated(self):
+        """True when this job's terminate method ran (its flag, a file of this user). A flag this
+        user did not make is reported and ignored: it never deletes the partner job."""
+        try:
+            return own_file_exists(self.flag_path)
+        except UnsafeRecord as exc:
+            self.err.write('transfer starter: %s\n' % exc)
+            return False
+
     def start(self, command, args, cwd):
-        """Submit (or find again) the partner job, wait for it, return its exit status."""
+        """Submit (or find again) the partner job, wait for it, return its exit status.
+
+        The records directory, the record and the flag must be this user's own (UnsafeRecord
+        otherwise): such a job goes back to the pending list (exit 99) before anything is
+        submitted or deleted."""
+        try:
+            check_own_dir(self.rec_dir, create=True)
+            own_file_exists(self.flag_path)
+            rec = read_own_json(self.rec_path)
+            if rec is not None and rec.get('remote_id') and not is_job_number(rec['remote_id']):
+                raise UnsafeRecord('%s holds a remote job id that is not a job number: %r' % (
+                    self.rec_path, rec['remote_id']))
+        except UnsafeRecord as exc:
+            self.err.write('transfer starter: %s; the job goes back to the pending list\n' % exc)
+            return EXIT_RESCHEDULE
         info = self.local_job()
-        rec = read_own_json(self.rec_path)
         if rec is not None and rec.get('local_submit', '') != info['submission_time']:
             rec = None                       # an older job's record with the same id
         if rec is not None and rec.get('pulled_back'):
@@ -711,7 +792,7 @@ class Transfer(object):
         pending_since = None
         last_direct = None
         while True:
-            if os.path.exists(self.flag_path):
+            if self.terminated():
                 self._q(partner, 'qdel', remote_id)
             phase, local_free, last_direct = self.observe(partner, remote_id, rec, last_direct)
             if phase == 'gone':
@@ -720,7 +801,7 @@ class Transfer(object):
                 self._q(partner, 'qdel', remote_id)
                 self.finish()
                 raise TransferError('partner job %s on %s is in error state; deleted it' % (remote_id, partner['name']))
-            if phase == 'pending' and pullback_after > 0 and not os.path.exists(self.flag_path):
+            if phase == 'pending' and pullback_after > 0 and not self.terminated():
                 pending_since = self.clock() if pending_since is None else pending_since
                 if local_free > 0 and self.clock() - pending_since >= pullback_after:
                     status = self.pull_back(partner, remote_id, rec)
@@ -729,7 +810,7 @@ class Transfer(object):
             elif phase != 'unknown':
                 pending_since = None
             self.sleep(poll)
-        terminated = os.path.exists(self.flag_path)
+        terminated = self.terminated()
         acct = self.accounting(partner, remote_id, poll if terminated else self.cfg.get('accounting_timeout', 120))
         self.finish()
         if acct is None:
@@ -787,15 +868,19 @@ class Transfer(object):
     # -- suspend / resume / terminate
     def act(self, action):
         """Suspend, resume or terminate the partner job of this local job."""
-        if action == 'terminate':
+        if not check_own_dir(self.rec_dir, create=action == 'terminate'):
+            return 0                          # no records directory: no partner job of this user
+        if action == 'terminate' and not own_file_exists(self.flag_path):
             # before reading the record: a starter between submit and recording sees the flag
-            fd = os.open(self.flag_path, os.O_WRONLY | os.O_CREAT | getattr(os, 'O_NOFOLLOW', 0), 0o600)
+            fd = os.open(self.flag_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, 'O_NOFOLLOW', 0), 0o600)
             os.close(fd)
         rec = read_own_json(self.rec_path)
         if not rec:
             return 0
         partner = self.partner(rec)
         remote_id = rec.get('remote_id')
+        if remote_id and not is_job_number(remote_id):
+            raise UnsafeRecord('%s holds a remote job id that is not a job number: %r' % (self.rec_path, remote_id))
         if not remote_id and action == 'terminate':
             remote_id, dummy = self.lookup(partner, rec['token'])
         if not remote_id:

@@ -42,18 +42,36 @@ def parse_job(text):
 
 
 def _records(cfg, job, task):
-    """``[(remote id, partner name)]`` of the starter's records of local ``job`` (``task``)."""
+    """``[(remote id, partner name)]`` of the caller's own records of local ``job`` (``task``).
+
+    Only ``<jobs_dir>/u<uid>/`` is read, only if it is the caller's private directory, only
+    regular files of the caller, and only a job number as the remote id: the jobs directory is
+    shared, and a record planted there (``{"remote_id": "*"}``) would otherwise become an
+    argument of qalter on the partner."""
+    directory = tr.records_dir(cfg)
+    try:
+        if not tr.check_own_dir(directory):
+            return []
+    except tr.UnsafeRecord as exc:
+        sys.stderr.write('warning: %s; its records are not used\n' % exc)
+        return []
     pattern = '%s.%s.json' % (job, task if task else '*')
     out = []
-    for path in sorted(glob.glob(os.path.join(cfg['jobs_dir'], pattern))):
+    for path in sorted(glob.glob(os.path.join(glob.escape(directory), pattern))):
         try:
-            fd = os.open(path, os.O_RDONLY | getattr(os, 'O_NOFOLLOW', 0))
-            with os.fdopen(fd) as handle:
-                rec = json.load(handle)
+            rec = tr.read_own_json(path)
+        except tr.UnsafeRecord as exc:
+            sys.stderr.write('warning: %s\n' % exc)
+            continue
         except (OSError, ValueError, RecursionError):    # RecursionError: JSON nested too deeply
             continue
-        if isinstance(rec, dict) and rec.get('remote_id'):
-            out.append((str(rec['remote_id']), rec.get('partner') or tr.partners_of(cfg)[0]['name']))
+        if not isinstance(rec, dict) or not rec.get('remote_id'):
+            continue
+        if not tr.is_job_number(rec['remote_id']):
+            sys.stderr.write('warning: %s: remote_id %r is not a job number; not used\n' % (path, rec['remote_id']))
+            continue
+        partner = rec.get('partner') if isinstance(rec.get('partner'), str) else None
+        out.append((str(rec['remote_id']), partner or tr.partners_of(cfg)[0]['name']))
     return out
 
 
@@ -71,12 +89,12 @@ def find_remote(cfg, runner, job, task=None, home=None, user=None):
         env = tr.cell_env(partner, home, user)
         rc, out, dummy = runner.run([os.path.join(bin_dir, 'qstat'), '-j', prefix + '*'], env)
         if rc == 0:
-            found += [(rid, 'qstat', partner) for rid in tr.parse_qstat_j(out)[0]]
+            found += [(rid, 'qstat', partner) for rid in tr.parse_qstat_j(out)[0] if tr.is_job_number(rid)]
         if not [f for f in found if f[2] is partner]:
             rc, out, dummy = runner.run([os.path.join(bin_dir, 'qacct'), '-j', prefix + '*'], env)
             if rc == 0:
                 found += [(r['jobnumber'], 'qacct', partner) for r in tr.parse_qacct(out)
-                          if r.get('jobname', '').startswith(prefix)]
+                          if r.get('jobname', '').startswith(prefix) and tr.is_job_number(r.get('jobnumber'))]
     seen, unique = set(), []
     for rid, where, partner in found:
         if (rid, partner['name']) not in seen:

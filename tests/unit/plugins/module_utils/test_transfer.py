@@ -45,6 +45,13 @@ PENDING = """<?xml version='1.0'?>
 """
 
 
+def own(c):
+    """This user's records directory (issue 20: records no longer sit in the shared jobs directory)."""
+    path = t.records_dir(c)
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    return path
+
+
 def cfg(tmp_path):
     jobs = tmp_path / 'jobs'
     jobs.mkdir(exist_ok=True)
@@ -124,13 +131,13 @@ def test_starter_submits_records_waits_and_returns_exit(tmp_path):
     assert tr.start('/spool/job_scripts/1995', ['a'], '/w') == 3
     submits = [c for c in runner.calls if c[0][0] == '/usr/bin/qsub']
     assert len(submits) == 1
-    assert os.listdir(cfg(tmp_path)['jobs_dir']) == []
+    assert os.listdir(own(cfg(tmp_path))) == []
 
 
 def test_starter_after_a_crash_finds_the_job_instead_of_submitting(tmp_path):
     c = cfg(tmp_path)
     # a record without a partner job id: the starter died between qsub and recording
-    with open(os.path.join(c['jobs_dir'], '1995.0.json'), 'w') as handle:
+    with open(os.path.join(own(c), '1995.0.json'), 'w') as handle:
         json.dump({'token': 'tq1995_0_ab', 'local_submit': ''}, handle)
     runner = FakeRunner([
         (['/usr/bin/qstat', '-j', '1995'], 1, '', ''),
@@ -145,13 +152,13 @@ def test_starter_after_a_crash_finds_the_job_instead_of_submitting(tmp_path):
 
 def test_suspend_resume_terminate_act_on_the_partner_job(tmp_path):
     c = cfg(tmp_path)
-    t.write_json_atomic(os.path.join(c['jobs_dir'], '1995.0.json'), {'token': 'tq1995_0_ab', 'remote_id': '12'})
+    t.write_json_atomic(os.path.join(own(c), '1995.0.json'), {'token': 'tq1995_0_ab', 'remote_id': '12'})
     runner = FakeRunner([(['/usr/bin/qmod'], 0, '', ''), (['/usr/bin/qdel'], 0, '', '')])
     for action in ('suspend', 'resume', 'terminate'):
         assert t.Transfer(c, ENV, runner=runner).act(action) == 0
     assert [call[0][1:] for call in runner.calls] == [['-sj', '12'], ['-usj', '12'], ['12']]
     assert all(call[1]['SGE_CELL'] == 'remote' for call in runner.calls)
-    assert os.path.exists(os.path.join(c['jobs_dir'], '1995.0.terminated'))
+    assert os.path.exists(os.path.join(own(c), '1995.0.terminated'))
 
 
 def test_sensor_reports_unreachable_partner_as_busy(tmp_path):
@@ -245,7 +252,7 @@ def test_refused_job_goes_back_to_the_local_queues_not_killed(tmp_path):
     qalter = [call for call in runner.calls if call[0][0] == '/usr/bin/qalter'][0]
     assert qalter[0][1:] == ['-q', 'all.q,big.q', '1995'] and qalter[1]['SGE_CELL'] == 'default'
     assert 'unknown resource' in err.getvalue() and 'not eligible for transfer' in err.getvalue()
-    assert os.listdir(cfg(tmp_path)['jobs_dir']) == []
+    assert os.listdir(own(cfg(tmp_path))) == []
 
 
 def test_refused_job_that_asked_only_for_the_transfer_queue_is_kept_in_error_state(tmp_path):
@@ -343,7 +350,7 @@ def test_pending_partner_job_is_pulled_back_when_local_slots_free(tmp_path):
     names = [call[0][0].rsplit('/', 1)[1] for call in runner.calls]
     assert names.index('qhold') < names.index('qdel') and 'pulled back' in err.getvalue()
     assert 1040 <= clock.now <= 1045      # pending longer than pullback_after: pulled back as local slots free
-    assert os.listdir(c['jobs_dir']) == []
+    assert os.listdir(own(c)) == []
 
 
 def test_pull_back_keeps_a_job_that_started_meanwhile(tmp_path):
@@ -361,7 +368,7 @@ def test_pull_back_keeps_a_job_that_started_meanwhile(tmp_path):
 
 def test_a_crash_during_pull_back_still_requeues_and_never_returns_the_deleted_jobs_status(tmp_path):
     c = cfg(tmp_path)
-    t.write_json_atomic(os.path.join(c['jobs_dir'], '1995.0.json'),
+    t.write_json_atomic(os.path.join(own(c), '1995.0.json'),
                         {'token': 'tq1995_0_ab', 'remote_id': '12', 'pulled_back': True, 'local_submit': ''})
     runner = FakeRunner([(['/usr/bin/qstat', '-j', '1995'], 1, '', ''), (['/usr/bin/qdel'], 0, '', ''),
                          (['/usr/bin/qstat', '-j', '12'], 1, '', 'Following jobs do not exist')])
@@ -373,7 +380,7 @@ def test_a_crash_during_pull_back_still_requeues_and_never_returns_the_deleted_j
 def test_lookup_after_a_crash_waits_out_a_qsub_in_flight(tmp_path):
     c = cfg(tmp_path)
     clock = Clock()
-    t.write_json_atomic(os.path.join(c['jobs_dir'], '1995.0.json'),
+    t.write_json_atomic(os.path.join(own(c), '1995.0.json'),
                         {'token': 'tq1995_0_ab', 'local_submit': '', 'submit_started': clock.now - 3})
     seen = []
     runner = FakeRunner([
@@ -460,7 +467,8 @@ def test_a_bad_config_is_a_transfer_error_naming_the_file(tmp_path, data, messag
 
 def test_deeply_nested_records_and_status_read_as_broken(tmp_path):
     c = cfg(tmp_path)
-    rec = tmp_path / 'jobs' / '1995.0.json'
+    rec = tmp_path / 'jobs' / ('u%d' % os.getuid()) / '1995.0.json'
+    own(c)
     rec.write_bytes(DEEP_JSON)
     assert t.read_own_json(str(rec)) is None            # as any record that is not JSON
     with open(t.status_path(c), 'wb') as handle:

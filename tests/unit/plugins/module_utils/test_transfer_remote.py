@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 
 import pytest
 
@@ -42,13 +43,21 @@ class FakeRunner(object):
 
 
 @pytest.fixture
+def records(tmp_path):
+    """The caller's records directory (issue 20: ``<jobs_dir>/u<uid>``, private)."""
+    path = tmp_path / ('u%d' % os.getuid())
+    path.mkdir(mode=0o700)
+    return path
+
+
+@pytest.fixture
 def cfg(tmp_path):
     return {'local': {'root': '/r', 'cell': 'default'}, 'remote': {'root': '/r', 'cell': 'remote', 'qmaster_port': 6446},
             'jobs_dir': str(tmp_path), 'bin_dir': '/usr/bin'}
 
 
-def test_a_running_job_is_found_by_its_record_and_qstat_runs_on_the_partner(cfg, tmp_path):
-    (tmp_path / '77.0.json').write_text(json.dumps({'token': 'tq77_0_ab12cd34', 'remote_id': '12'}))
+def test_a_running_job_is_found_by_its_record_and_qstat_runs_on_the_partner(cfg, records):
+    (records / '77.0.json').write_text(json.dumps({'token': 'tq77_0_ab12cd34', 'remote_id': '12'}))
     runner = FakeRunner({('qstat', '-j', '12'): (0, 'job_number: 12\n', '')})
     out, err = io.StringIO(), io.StringIO()
     assert trr.run('qstat', ['77'], cfg, runner, out, err) == 0
@@ -61,8 +70,8 @@ def test_a_finished_job_is_found_in_the_partner_accounting_by_its_exact_prefix(c
     assert [r[:2] for r in trr.find_remote(cfg, runner, '77')] == [('12', 'qacct')]          # not job 13 (tq770_)
 
 
-def test_qalter_arguments_are_data(cfg, tmp_path):
-    (tmp_path / '77.0.json').write_text(json.dumps({'remote_id': '12'}))
+def test_qalter_arguments_are_data(cfg, records):
+    (records / '77.0.json').write_text(json.dumps({'remote_id': '12'}))
     hostile = '$(touch /tmp/owned)'
     runner = FakeRunner({('qalter', '-N', hostile, '12'): (0, 'modified\n', '')})
     assert trr.run('qalter', ['77', '-N', hostile], cfg, runner, io.StringIO(), io.StringIO()) == 0
@@ -83,8 +92,8 @@ def test_no_partner_job(cfg):
     assert 'no partner job found in cell remote' in err.getvalue()
 
 
-def test_a_deeply_nested_record_is_skipped(cfg, tmp_path):
+def test_a_deeply_nested_record_is_skipped(cfg, records):
     # found by the parser fuzzing: json.load raised RecursionError (docs/reliability/fuzzing.md)
-    (tmp_path / '77.0.json').write_bytes(b'[' * 100000 + b']' * 100000)
-    (tmp_path / '77.1.json').write_text(json.dumps({'remote_id': '12'}))
+    (records / '77.0.json').write_bytes(b'[' * 100000 + b']' * 100000)
+    (records / '77.1.json').write_text(json.dumps({'remote_id': '12'}))
     assert trr._records(cfg, '77', None) == [('12', 'remote')]  # pylint: disable=protected-access
