@@ -36,7 +36,8 @@ STATE_FILE_NAME = "state.json"
 FILE_MODE = 0o600
 DIR_MODE = 0o700
 
-_CLUSTER_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+# \A...\Z, not ^...$: "$" also matches before a trailing newline (issue 20)
+_CLUSTER_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.-]{0,254}\Z")
 
 
 #: a temporary file of write_atomic older than this (seconds) was left by a killed writer

@@ -328,10 +328,26 @@ def exit_status_of(rec):
     return status
 
 
+_DECLARATION = re.compile(r'<!\s*(DOCTYPE|ENTITY)', re.I)
+
+
+def parse_xml(text):
+    """The root element of a partner's ``-xml`` output. A document type or entity declaration is
+    refused before anything is parsed (ET.ParseError), as sge_xml does for the local cluster:
+    Grid Engine never writes one, and entity expansion (billion laughs, external entities) is
+    the classic attack on an XML parser. The partner is another cluster's qmaster."""
+    probe = text if isinstance(text, str) else bytes(text).decode('utf-8', 'replace')
+    found = _DECLARATION.search(probe)
+    if found:
+        raise ET.ParseError('partner XML: document type/entity declarations are not accepted (<!%s ...>); '
+                            'Grid Engine never writes them' % found.group(1).upper())
+    return ET.fromstring(text)
+
+
 def parse_jobs(xml_text, prefix='tq'):
     """``(pending, jobs)`` of ``qstat -u '*' -g d -xml``: the number of pending jobs (tasks) and
     ``{job id: state}`` of the jobs whose name starts with ``prefix`` (the transferred ones)."""
-    root = ET.fromstring(xml_text)
+    root = parse_xml(xml_text)
     pending = 0
     jobs = {}
     for job in root.iter('job_list'):
@@ -361,7 +377,7 @@ def free_slots(xml_text, exclude=(), include=()):
 
 def cluster_slots(xml_text, exclude=(), include=()):
     """``{"total", "used", "free"}`` slots of the cluster queues in ``qstat -g c -xml``."""
-    root = ET.fromstring(xml_text)
+    root = parse_xml(xml_text)
     out = {'total': 0, 'used': 0, 'free': 0}
     for summary in root.iter('cluster_queue_summary'):
         name = summary.findtext('name') or ''
@@ -391,7 +407,7 @@ def parse_memory(text):
 
 def cluster_memory(xml_text):
     """``(mem_total, mem_used)`` bytes summed over the hosts of ``qhost -xml``."""
-    root = ET.fromstring(xml_text)
+    root = parse_xml(xml_text)
     total = used = 0.0
     for host in root.iter('host'):
         # the values are children of their host: findall, not iter (iter walks the whole subtree,

@@ -119,7 +119,9 @@ options:
     description: Instance profile name or ARN.
     type: str
   user_data:
-    description: User data given to the instance (plain text; boto3 encodes it).
+    description:
+      - User data given to the instance (plain text; boto3 encodes it).
+      - Not logged (C(no_log)): user data often carries bootstrap secrets.
     type: str
   tags:
     description: More tags for the instance and its volumes. The provider's own tags win on a clash.
@@ -592,7 +594,7 @@ def main():
         spot_max_price=dict(type='str'),
         placement_group=dict(type='str'),
         iam_instance_profile=dict(type='str'),
-        user_data=dict(type='str'),
+        user_data=dict(type='str', no_log=True),
         tags=dict(type='dict', default={}),
         private_ip=dict(type='str'),
         wait=dict(type='bool', default=True),
