@@ -39,7 +39,7 @@ from ansible.template import Templar, trust_as_template
 from ansible.inventory.group import to_safe_group_name
 
 from ansible_collections.gridengine.balancer.plugins.filter.nodes import host_address
-from ansible_collections.gridengine.balancer.plugins.module_utils import sge_admin
+from ansible_collections.gridengine.balancer.plugins.module_utils import role_inputs, sge_admin
 from ansible_collections.gridengine.balancer.plugins.modules import (
     balancer_journal, balancer_state, ec2_node, ec2_node_info, local_node, local_node_info,
     sge_exec_host, sge_hostgroup, sge_queue, sge_queue_facts, sge_rqs, sge_submit, task_data,
@@ -693,6 +693,14 @@ ROLE_CASES = [
      {"provider_local_node_name": "node003", "provider_local_node_address": "10.77.0.13"},
      {"provider_local_data_disk_size": set(), "provider_local_data_disk_path": set()}),
 ]
+# issue 20: the roles that write Grid Engine objects or sourced files from their variables; the
+# values accepted are exactly those module_utils/role_inputs.py accepts (tests/unit/test_role_inputs.py)
+for _role, _path, _base in (("transfer_queue", "roles/transfer_queue/tasks/main.yml", {}),
+                            ("sge_cell", "roles/sge_cell/tasks/main.yml", {"sge_cell_master": "vm"})):
+    ROLE_CASES.append((_path, _role, _base, {
+        var: {k for k in HOSTILE_IDS if role_inputs.valid(kind, dict(HOSTILE)[k].format(owned="/tmp/owned"))}
+        for var, kind in role_inputs.ROLE_VARIABLES[_role].items()}))
+
 PLAYBOOK_CASES = [
     ("playbooks/loadbalance.yml", {"cluster": "mycluster", "groups": GROUPS}, "cluster", set()),
     ("playbooks/rebalance.yml", {"cluster": "mycluster", "groups": GROUPS}, "cluster", set()),

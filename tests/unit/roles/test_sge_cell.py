@@ -53,8 +53,15 @@ def failing(variables):
 
 def good():
     defaults = dict(_load("defaults", "main.yml"))
-    return {k: defaults[k] for k in ("sge_cell_state", "sge_cell_name", "sge_cell_qmaster_port",
-                                     "sge_cell_execd_port", "sge_cell_gid_range", "sge_cell_execd_node")}
+    out = {k: defaults[k] for k in ("sge_cell_state", "sge_cell_name", "sge_cell_qmaster_port",
+                                    "sge_cell_execd_port", "sge_cell_gid_range", "sge_cell_execd_node")}
+    # the values checked since issue 20 (module_utils/role_inputs.py), rendered as Ansible would
+    templar = Templar(loader=DataLoader(), variables=defaults)
+    for key in ("sge_cell_root", "sge_cell_spool_dir", "sge_cell_work_dir", "sge_cell_admin_user",
+                "sge_cell_schedule_interval", "sge_cell_hostgroup", "sge_cell_queue", "sge_cell_queue_slots"):
+        value = defaults[key]
+        out[key] = templar.template(trust_as_template(value)) if isinstance(value, str) else value
+    return out
 
 
 def test_the_defaults_pass():
