@@ -106,6 +106,16 @@ def _invalid_entry(entry):
         return "the entry of %s has no numeric started" % entry["node"]
     if not isinstance(entry.get("detail", {}), dict):
         return "the detail of %s is not an object" % entry["node"]
+    attempts = entry.get("attempts", 0)
+    if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 0:
+        return "the entry of %s has attempts %r, not a whole number >= 0" % (entry["node"], attempts)
+    if not isinstance(entry.get("parked", False), bool):
+        return "the entry of %s has parked %r, not true or false" % (entry["node"], entry.get("parked"))
+    if not isinstance(entry.get("last_error", ""), str):
+        return "the entry of %s has a last_error that is not text" % entry["node"]
+    parked_at = entry.get("parked_at", 0)
+    if isinstance(parked_at, bool) or not isinstance(parked_at, (int, float)):
+        return "the entry of %s has no numeric parked_at" % entry["node"]
     return None
 
 
@@ -195,6 +205,43 @@ def record(operations, node, operation, detail=None, now=None, path="the journal
         "detail": copy.deepcopy(detail) if detail is not None else {},
     }
     return list(operations) + [entry], True, entry
+
+
+def attempt(operations, node, max_attempts, error=None, now=None):
+    """Pure: ``(new_operations, changed, entry)`` with one more attempt of ``node``'s operation.
+
+    Each poll that replays a record counts an attempt before it starts (so a controller killed in
+    the middle counts too). When the record already has ``max_attempts`` attempts, it is parked
+    instead (``parked``, ``parked_at``, ``last_error``): kept in the journal, so the node stays out
+    of the plan and the next polls say so, but never replayed again (:func:`replayable`) until a
+    person finishes or undoes the operation and removes the record (issue 20). A parked record is
+    left as it is; no record of ``node``: nothing changes, ``entry`` is None.
+    """
+    check_node(node)
+    if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 0:
+        raise ValueError("max_attempts: %r is not a whole number >= 0" % (max_attempts,))
+    current = find(operations, node)
+    if current is None or current.get("parked"):
+        return operations, False, current
+    entry = dict(current)
+    if current.get("attempts", 0) >= max_attempts:
+        entry["parked"] = True
+        entry["parked_at"] = _now() if now is None else now
+    else:
+        entry["attempts"] = current.get("attempts", 0) + 1
+    if error is not None:
+        entry["last_error"] = str(error)[:2000]
+    return [entry if e is current else e for e in operations], True, entry
+
+
+def replayable(operations):
+    """The records a poll replays: every one that is not parked."""
+    return [e for e in operations if not e.get("parked")]
+
+
+def parked(operations):
+    """The parked records (a person must look at them)."""
+    return [e for e in operations if e.get("parked")]
 
 
 def remove(operations, node, operation=None):

@@ -75,6 +75,24 @@ options:
       - With O(state=present) for an operation already recorded, a given O(detail) replaces the
         recorded one (a change); not giving it keeps the recorded one.
     type: dict
+  attempt:
+    description:
+      - With O(state=present), count one more attempt of the operation (a poll replaying a record
+        sets it before it starts). When the record already has O(max_attempts) attempts, it is
+        parked instead and the module warns: a parked record stays in the journal (the node stays
+        out of the plan) but a poll no longer replays it, so one operation that keeps failing
+        cannot stall every later poll. A person finishes or undoes the operation and removes the
+        record (O(state=absent)).
+      - A parked record is left as it is (no change).
+    type: bool
+    default: false
+  max_attempts:
+    description: Attempts of one operation before it is parked (with O(attempt=true)).
+    type: int
+    default: 3
+  error:
+    description: With O(attempt=true), the reason of the last failure, kept in the record as C(last_error).
+    type: str
 notes:
   - All times are seconds since the epoch on the clock of the host the module runs on (the qmaster).
   - Use it while holding the cluster's M(gridengine.balancer.balancer_lock), so that one
@@ -137,6 +155,27 @@ record:
       description: O(detail) as recorded.
       type: dict
       sample: {"address": "10.0.0.13"}
+    attempts:
+      description: Attempts counted with O(attempt=true) (absent before the first).
+      type: int
+      sample: 2
+    parked:
+      description: True once the operation was parked (never replayed again).
+      type: bool
+      sample: true
+    parked_at:
+      description: When it was parked (seconds since the epoch).
+      type: float
+      sample: 1700000300.0
+    last_error:
+      description: O(error) of the last attempt.
+      type: str
+      sample: "node_leave failed: ..."
+parked:
+  description: With O(attempt=true), whether the record is parked after the task.
+  returned: success, with O(attempt=true)
+  type: bool
+  sample: false
 operations:
   description:
     - Every operation in flight after the task (in check mode, as it would be), oldest first.
@@ -163,6 +202,7 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_state
 from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_journal import (
     JournalConflict,
     JournalError,
+    attempt,
     check_node,
     default_path,
     record,
@@ -181,6 +221,9 @@ def main():
             node=dict(type="str", required=True),
             operation=dict(type="str", choices=["join", "leave"]),
             detail=dict(type="dict"),
+            attempt=dict(type="bool", default=False),
+            max_attempts=dict(type="int", default=3),
+            error=dict(type="str"),
         ),
         required_one_of=[("cluster", "path")],
         required_if=[("state", "present", ("operation",))],
@@ -192,9 +235,15 @@ def main():
         if path is None:
             path = default_path(p["cluster"])
         check_node(p["node"])
+        if p["attempt"] and p["state"] != "present":
+            raise ValueError("attempt: counts an attempt of a recorded operation; it needs state=present")
         if p["state"] == "present":
             def change(operations):
-                return record(operations, p["node"], p["operation"], p["detail"], path=path)
+                operations, changed, entry = record(operations, p["node"], p["operation"], p["detail"], path=path)
+                if not p["attempt"]:
+                    return operations, changed, entry
+                operations, counted, entry = attempt(operations, p["node"], p["max_attempts"], p["error"])
+                return operations, changed or counted, entry
         else:
             def change(operations):
                 return remove(operations, p["node"], p["operation"])
@@ -207,6 +256,14 @@ def main():
         module.fail_json(msg=str(exc), path=path)
 
     result = dict(changed=changed, path=path, exists=exists, record=entry, operations=after)
+    if p["attempt"]:
+        result["parked"] = bool(entry and entry.get("parked"))
+        if result["parked"]:
+            module.warn("the %s of node %s is parked after %d attempts (last error: %s): it will not be "
+                        "replayed again; the node stays out of the plan until a person finishes or undoes "
+                        "it and removes its record from %s" % (
+                            entry["operation"], entry["node"], entry.get("attempts", 0),
+                            entry.get("last_error") or "not recorded", path))
     if module._diff:
         result["diff"] = dict(before=render(before) if exists else "",
                               after=render(after) if exists or changed else "",
