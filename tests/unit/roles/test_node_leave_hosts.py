@@ -79,3 +79,20 @@ def test_the_removed_lines_are_the_node_lines_not_comments():
     assert regexp.search("  10.77.0.5\tnode005 alias")
     for kept in ("#10.77.0.99 node005", "# 10.77.0.99 node005", "10.77.0.50 node0050", "10.77.0.6 node006 node005"):
         assert not regexp.search(kept), kept
+
+
+def test_the_controller_forgets_the_node_host_keys_after_terminating_it():
+    """provider_ec2 connects with StrictHostKeyChecking=accept-new: the host key of a removed node
+    stayed in the controller's known_hosts, and a new instance on the reused address (or name) was
+    refused as a changed host key (issue 20, finding 7)."""
+    tasks = DataLoader().load_from_file(os.path.join(REPO, "roles", "node_leave", "tasks", "remove_rest.yml"))
+    names = [t.get("name", "") for t in tasks]
+    terminate = [i for i, n in enumerate(names) if n.startswith("Terminate the node with the provider")][0]
+    block = [t for t in tasks if t.get("name") == "Remove the node's /etc/hosts lines"][0]
+    assert names.index("Remove the node's /etc/hosts lines") > terminate
+    forget = [t for t in block["block"] if "ansible.builtin.known_hosts" in t]
+    assert len(forget) == 1
+    spec = forget[0]["ansible.builtin.known_hosts"]
+    assert spec["state"] == "absent" and spec["name"] == "{{ item }}"
+    assert forget[0]["delegate_to"] == "localhost" and forget[0]["become"] is False
+    assert "node_leave_name" in forget[0]["loop"] and "node_leave_addresses" in forget[0]["loop"]
