@@ -79,7 +79,7 @@ options:
     description:
       - With O(state=present), count one more attempt of the operation (a poll replaying a record
         sets it before it starts). When the record already has O(max_attempts) attempts, it is
-        parked instead and the module warns: a parked record stays in the journal (the node stays
+        parked instead and the module warns. A parked record stays in the journal (the node stays
         out of the plan) but a poll no longer replays it, so one operation that keeps failing
         cannot stall every later poll. A person finishes or undoes the operation and removes the
         record (O(state=absent)).

@@ -121,7 +121,7 @@ options:
   user_data:
     description:
       - User data given to the instance (plain text; boto3 encodes it).
-      - Not logged (C(no_log)): user data often carries bootstrap secrets.
+      - Not logged (C(no_log)), since user data often carries bootstrap secrets.
     type: str
   tags:
     description: More tags for the instance and its volumes. The provider's own tags win on a clash.
