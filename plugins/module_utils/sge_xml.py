@@ -565,8 +565,10 @@ class _QstatReader(object):
                             last_id = jid
                             last = {}
                         pe = pe_range = None
-                        if "requested_PE" in vals:
-                            child = elem.find("requested_PE")
+                        pe_tag = ("requested_pe" if "requested_pe" in vals
+                                  else "requested_PE" if "requested_PE" in vals else None)
+                        if pe_tag is not None:
+                            child = elem.find(pe_tag)
                             pe = child.get("name")
                             pe = intern(pe, pe)
                             pe_range = child.text
@@ -709,12 +711,15 @@ class _QstatReader(object):
         #   the job's total slots. In all cases the sum of the rows is the job's total, so rows
         #   of one (job, task) are summed per host;
         # * exception: with -g t and a PE whose job_is_first_task is FALSE Grid Engine prints one
-        #   extra MASTER row that holds no slot. With -r, <granted_PE> carries the true total
+        #   extra MASTER row that holds no slot. With -r, <granted_pe> carries the true total
         #   (sum of granted slots); when the rows add up to more, the excess is taken off the
         #   master host (which then may show 0 slots: its master task holds none, but the host
         #   is still busy and stays listed).
         # Without a MASTER row (plain -f) the first row seen stands for the master queue.
-        granted = _int_or_none(vals["granted_PE"]) if "granted_PE" in vals else None
+        granted = vals.get("granted_pe")
+        if granted is None:
+            granted = vals.get("granted_PE")
+        granted = _int_or_none(granted) if granted is not None else None
         task = vals.get("tasks")
         key = (jid, task)
         qname = vals.get("queue_name") or self._cur_queue

@@ -211,6 +211,31 @@ options:
       - O(profile=starcluster) treats an unknown node as idle, as StarCluster did, and ignores this option.
     type: int
     default: 900
+  launched_hosts:
+    description:
+      - Names of the hosts the cloud or local provider launched for this cluster. Only these hosts (and those
+        O(managed_hosts) names) are ever removed; every other execution host is the site's and is kept, with
+        the reason C(static host, not launched by the balancer) in the plan.
+      - The playbook passes the provider's own list (the local provider's node registry, the EC2 instances
+        tagged for the cluster) and the nodes of join operations in flight.
+      - Unset, the hosts that appeared to fill a node an earlier plan asked for count as launched (the state
+        records them); hosts present at the first poll do not.
+    type: list
+    elements: str
+  managed_hosts:
+    description:
+      - Host name patterns (shell wildcards, case-insensitive) of hosts the plan may remove although the
+        balancer did not launch them. V(["*"]) makes every node but the master removable, as StarCluster did.
+    type: list
+    elements: str
+    default: []
+  protected_hosts:
+    description:
+      - Host name patterns (shell wildcards, case-insensitive) of hosts never removed, whatever the other
+        options say (also not for being unknown). They still count as nodes for O(min_nodes) and O(max_nodes).
+    type: list
+    elements: str
+    default: []
   launches:
     description:
       - What the cloud provider's reconciliation knows about launches, for clusters whose nodes a provider

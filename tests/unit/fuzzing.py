@@ -655,8 +655,8 @@ _XSD = st.one_of(st.none(), st.sampled_from([u for u, _n in sge_xml.FLAVOURS]).m
                  _TEXT)
 
 JOB_FIELDS = ("JB_job_number", "JAT_prio", "JB_name", "JB_owner", "JB_project", "state", "JB_submission_time",
-              "JAT_start_time", "queue_name", "slots", "tasks", "requested_PE", "hard_request", "hard_req_queue",
-              "granted_PE", "master", "full_job_name")
+              "JAT_start_time", "queue_name", "slots", "tasks", "requested_PE", "requested_pe", "hard_request", "hard_req_queue",
+              "granted_PE", "granted_pe", "master", "full_job_name")
 DETAIL_FIELDS = ("JB_job_number", "JB_job_name", "JB_owner", "JB_project", "JB_submission_time", "JB_pe")
 ATTRS = ("name", "state", "type", "xmlns:xsd", "resource_type")
 

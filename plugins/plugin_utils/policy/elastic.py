@@ -92,7 +92,13 @@ _DEFAULTS = {
     "boot_timeout": 1200,         # seconds a requested node may take to join before it is forgotten
     "name_reuse_time": 600,       # seconds after a node left during which its name is not reused
     "unknown_timeout": 900,       # seconds a node may stay unknown (no job on it) before it is removed; 0: never
+    "launched_hosts": None,       # host names the provider launched (None: hosts that filled a node a plan asked for)
+    "managed_hosts": [],          # host name patterns the balancer may remove although it did not launch them
+    "protected_hosts": [],        # host name patterns never removed, whatever the other options say
 }
+
+#: Options holding lists of host names or host name patterns.
+HOST_LISTS = ("launched_hosts", "managed_hosts", "protected_hosts")
 
 OPTIONS = tuple(_DEFAULTS)
 
@@ -115,6 +121,8 @@ def default_config(profile="default"):
         raise ValueError("profile: must be one of %s, got %r" % (", ".join(PROFILES), profile))
     cfg = dict(_DEFAULTS)
     cfg["queues"] = []
+    cfg["managed_hosts"] = []
+    cfg["protected_hosts"] = []
     cfg["profile"] = profile
     if profile == "starcluster":
         cfg["billing"] = "hourly"
@@ -197,6 +205,12 @@ def validate_config(config):
     need(isinstance(cfg["queues"], (list, tuple)) and all(isinstance(q, str) and q for q in cfg["queues"]),
          "queues", "must be a list of queue names")
     cfg["queues"] = list(cfg["queues"])
+    for name in HOST_LISTS:
+        if cfg[name] is None and name == "launched_hosts":
+            continue
+        need(isinstance(cfg[name], (list, tuple)) and all(isinstance(h, str) and h.strip() for h in cfg[name]),
+             name, "must be a list of host names%s" % ("" if name == "launched_hosts" else " or patterns"))
+        cfg[name] = [h.strip() for h in cfg[name]]
     if cfg["profile"] == "starcluster":
         # StarCluster only knew all.q and only hourly billing; refuse rather than ignore.
         if cfg["billing"] != "hourly":
@@ -358,6 +372,8 @@ def _read_state(state, warnings, trusted=False):
             record = {"first_seen": _num(get("first_seen")), "joined": _num(get("joined")),
                       "last_busy": _num(get("last_busy"))}
             damaged = [k for k, v in record.items() if v is None and get(k) is not None]
+            if get("launched") is True:
+                record["launched"] = True
             if damaged:
                 # a clock that cannot be read must not make the node look idle since first_seen:
                 # forget the node's record, so it is seen as new (its idle clock starts now)
@@ -498,6 +514,8 @@ class _Decision(object):
         self.starcluster = cfg["profile"] == "starcluster"
         self.pc = cfg["profile"] == "parallelcluster"
         self.billing = "hourly" if self.starcluster else cfg["billing"]
+        hosts = cfg.get("launched_hosts")
+        self.launched = None if hosts is None else frozenset(h.lower() for h in hosts)
 
     # ---- census ---------------------------------------------------------------------------
     def _census(self):
@@ -537,8 +555,12 @@ class _Decision(object):
         new_nodes = {}
         appeared = sorted(self.node_names - set(prev["nodes"])) if not prev["first_poll"] else []
         for name in appeared:
-            joined = booting.pop(0) if booting else now
-            new_nodes[name] = {"first_seen": now, "joined": joined, "last_busy": None}
+            # A host that takes a request of an earlier plan is one the balancer launched: it may
+            # remove it again. Hosts it did not launch are the site's (see _owner).
+            if booting:
+                new_nodes[name] = {"first_seen": now, "joined": booting.pop(0), "last_busy": None, "launched": True}
+            else:
+                new_nodes[name] = {"first_seen": now, "joined": now, "last_busy": None}
         self.launch_mark_known = prev["launch_failure_known"]
         self.launch_mark = prev["last_launch_failure"]
         self.launch_items = []
@@ -887,12 +909,11 @@ class _Decision(object):
                 return "requests specific host(s) %s: a new node cannot run it" % ", ".join(host_bound)
         slots = job.get("slots") if _is_int(job.get("slots")) else 1
         if slots > self.spn:
-            # FIX(parallel jobs): a job in a parallel environment may spread over hosts ($fill_up,
-            # $round_robin), so several new nodes can run it; only a job without a PE is bound
-            # to one host.  (A $pe_slots PE wider than a node is counted too: the snapshot does
+            # FIX(parallel jobs): Grid Engine gives a job more than one slot only through a
+            # parallel environment, and a PE job may spread over hosts ($fill_up, $round_robin), so
+            # several new nodes can run it, whether or not the listing names its PE (qstat without
+            # -r does not).  (A $pe_slots PE wider than a node is counted too: the snapshot does
             # not carry the allocation rule.)
-            if not job.get("pe"):
-                return "needs %d slots per task > %s" % (slots, self.spn_text)
             if slots > self.spn * self.max_nodes:
                 return "needs %d slots > %d nodes x %s (max_nodes)" % (slots, self.max_nodes, self.spn_text)
         requests = job.get("hard_requests") if isinstance(job.get("hard_requests"), Mapping) else {}
@@ -1091,6 +1112,10 @@ class _Decision(object):
             if name == self.master:
                 keep[name] = "master (never removed%s)" % (", unless kill_cluster" if cfg["kill_cluster"] else "")
                 continue
+            not_ours = self._not_ours(name, rec)
+            if not_ours is not None:
+                keep[name] = not_ours
+                continue
             if st["jobs"]:
                 if not self.lean:
                     keep[name] = "running %s" % _plural(st["jobs"], "job")
@@ -1174,6 +1199,30 @@ class _Decision(object):
             # Longest idle first, so the floor keeps the most recently useful nodes.
             cands.sort(key=lambda c: (-c[1], c[0]))
         return cands, keep, self._unknown_to_remove(dead, keep)
+
+    def _not_ours(self, name, rec):
+        """None if the balancer may remove host ``name``, else the reason it never does.
+
+        FIX(ownership): StarCluster removed any idle node but the master; on a cluster someone
+        else built that takes the site's own hosts (on-premises nodes, a login node running an
+        execd, GPU boxes).  The balancer removes only the hosts it launched: those the provider
+        lists (``launched_hosts``, which the playbook fills from the provider), or, when no list
+        is given (the simulator, a plan made by hand), the hosts that filled a node a plan asked
+        for (``launched`` in the state).  ``managed_hosts`` adds hosts by pattern (``["*"]``:
+        every node, as StarCluster did); ``protected_hosts`` wins over everything.
+        """
+        cfg = self.cfg
+        lname = name.lower()
+        for pat in cfg["protected_hosts"]:
+            if fnmatch.fnmatchcase(lname, pat.lower()):
+                return "protected host (protected_hosts: %s)" % pat
+        launched = self.launched
+        if (rec.get("launched") is True) if launched is None else (lname in launched):
+            return None
+        for pat in cfg["managed_hosts"]:
+            if fnmatch.fnmatchcase(lname, pat.lower()):
+                return None
+        return "static host, not launched by the balancer (managed_hosts lets it remove such a host)"
 
     def _unknown_to_remove(self, dead, keep):
         """The nodes of ``dead`` to remove now; the others get a keep reason.

@@ -547,8 +547,10 @@ class _Sim(object):
         for name in went:
             del nodes[name]
         for name in came:
-            joined = booting.pop(0) if booting else now
-            nodes[name] = {"first_seen": now, "joined": joined, "last_busy": None}
+            if booting:  # a host that fills a requested node is one the balancer launched
+                nodes[name] = {"first_seen": now, "joined": booting.pop(0), "last_busy": None, "launched": True}
+            else:
+                nodes[name] = {"first_seen": now, "joined": now, "last_busy": None}
         for name in self.busy:            # (no host is ever "unknown" here)
             nodes[name]["last_busy"] = now
         text = []

@@ -79,7 +79,9 @@ def args(tmp_path, **kw):
                 "max_nodes": 5, "add_nodes_per_iter": 2, "master": "master", "interval": 60,
                 "job_wait_time": 900, "kill_after": 45, "stabilization_time": 300, "lookback_window": 3,
                 "plot_stats": False, "dump_stats": False, "kill_cluster": False, "idle_time": 600,
-                "queues": [], "boot_timeout": 1200, "state_path": str(tmp_path / "qmaster" / "state.json")})
+                "queues": [], "boot_timeout": 1200, "state_path": str(tmp_path / "qmaster" / "state.json"),
+                # the provider's list, as the playbook passes it
+                "launched_hosts": ["node001", "node002", "node003"]})
     out.update(kw)
     return out
 

@@ -59,7 +59,8 @@ def intact_state(idle_since=T0 - 2 * HOUR, joined=None, **extra):
     node = {"first_seen": T0 - 3 * HOUR, "joined": joined, "last_busy": idle_since}
     state = {"schema": 1, "profile": "default", "last_poll": T0 - 60, "last_change": T0 - 3 * HOUR,
              "last_change_reason": "plan: add 2", "cluster_size": 3,
-             "nodes": {"master": dict(node, last_busy=T0 - 60), "node001": dict(node), "node002": dict(node)},
+             "nodes": {"master": dict(node, last_busy=T0 - 60), "node001": dict(node, launched=True),
+                       "node002": dict(node, launched=True)},
              "booting": [], "jobs": {"pending": {}, "running": {"1": T0 - 100}, "started": [], "finished": []}}
     state.update(extra)
     return state
@@ -93,7 +94,9 @@ def args(tmp_path, **kw):
                 "max_nodes": 5, "add_nodes_per_iter": 2, "master": "master", "interval": 60,
                 "job_wait_time": 900, "kill_after": 45, "stabilization_time": 300, "lookback_window": 3,
                 "plot_stats": False, "dump_stats": False, "kill_cluster": False, "idle_time": 600,
-                "queues": [], "boot_timeout": 1200, "state_path": str(tmp_path / "qmaster" / "state.json")})
+                "queues": [], "boot_timeout": 1200, "state_path": str(tmp_path / "qmaster" / "state.json"),
+                # the provider's list, as the playbook passes it
+                "launched_hosts": ["node001", "node002", "node003"]})
     out.update(kw)
     return out
 
@@ -293,7 +296,8 @@ def test_the_previous_polls_snapshot_is_refused(tmp_path):
 # ---------------------------------------------------------------------------------------------
 
 def decide(state, now=T0, pending=(), **config):
-    cfg = {"master": "master", "max_nodes": 5, "stabilization_time": 300}
+    # the provider's list, as the playbook passes it: it outlives a lost state
+    cfg = {"master": "master", "max_nodes": 5, "stabilization_time": 300, "launched_hosts": ["node001", "node002"]}
     cfg.update(config)
     return elastic.decide(snapshot(now=now, pending=pending), state, cfg, now)
 

@@ -369,19 +369,25 @@ def _queue(name, rows, used):
             b"</slots_total><arch>lx-amd64</arch>" + b"".join(rows) + b"</Queue-List>\n")
 
 
-def _row(jid, master, granted=None):
-    granted_xml = (b"<granted_PE name=\"mpi\">%d</granted_PE>" % granted) if granted else b""
+# SGE 6.2 and later (SoGE 8.1.9 here, OGS, UGE) write <requested_pe>/<granted_pe>, as the installed
+# qstat.xsd spells them; SGE 6.0 wrote them in upper case.  Both are read.
+PE_SPELLINGS = [b"pe", b"PE"]
+
+
+def _row(jid, master, granted=None, spelling=b"pe"):
+    granted_xml = (b"<granted_%s name=\"mpi\">%d</granted_%s>" % (spelling, granted, spelling)) if granted else b""
     return (b"<job_list state=\"running\"><JB_job_number>%d</JB_job_number><JB_name>p</JB_name>"
             b"<JB_owner>u</JB_owner><state>r</state><JAT_start_time>2020-01-01T00:00:00"
             b"</JAT_start_time><master>%s</master><slots>1</slots>%s</job_list>\n"
             % (jid, master, granted_xml))
 
 
-def test_per_slot_rows_with_extra_master_use_granted_pe_total():
+@pytest.mark.parametrize("spelling", PE_SPELLINGS)
+def test_per_slot_rows_with_extra_master_use_granted_pe_total(spelling):
     # -g t, PE with job_is_first_task FALSE and 4 granted slots (2 on a, 2 on b): Grid Engine
     # prints MASTER + 2 SLAVE rows on a (one extra line for the slot-less master) and 2 SLAVE on b
-    rows_a = [_row(7, b"MASTER", 4), _row(7, b"SLAVE", 4), _row(7, b"SLAVE", 4)]
-    rows_b = [_row(7, b"SLAVE", 4), _row(7, b"SLAVE", 4)]
+    rows_a = [_row(7, b"MASTER", 4, spelling), _row(7, b"SLAVE", 4, spelling), _row(7, b"SLAVE", 4, spelling)]
+    rows_b = [_row(7, b"SLAVE", 4, spelling), _row(7, b"SLAVE", 4, spelling)]
     doc = envelope(queue_info=_queue("all.q@a", rows_a, 2) + _queue("all.q@b", rows_b, 2))
     job = parse_qstat(doc)["running"][0]
     assert job["slots"] == 4
@@ -399,12 +405,13 @@ def test_master_row_decides_master_host_even_when_listed_later():
     assert (job["host"], job["slots"], job["hosts"]) == ("b", 2, {"a": 1, "b": 1})
 
 
+@pytest.mark.parametrize("spelling", PE_SPELLINGS)
 @pytest.mark.parametrize("pe_range,slots,shown", [("2-8", 2, "2-8"), ("4-4", 4, "4"), ("16", 16, "16")])
-def test_pending_pe_request(pe_range, slots, shown):
+def test_pending_pe_request(pe_range, slots, shown, spelling):
     doc = envelope(job_info=b"<job_list state=\"pending\"><JB_job_number>9</JB_job_number>"
                    b"<state>qw</state><slots>" + str(slots).encode() + b"</slots>"
-                   b"<requested_PE name=\"mpi\">" + pe_range.encode() + b"</requested_PE>"
-                   b"</job_list>")
+                   b"<requested_" + spelling + b" name=\"mpi\">" + pe_range.encode() + b"</requested_"
+                   + spelling + b"></job_list>")
     job = parse_qstat(doc)["pending"][0]
     assert (job["pe"], job["pe_range"], job["slots"]) == ("mpi", shown, slots)
 

@@ -66,12 +66,15 @@ def state_for(snapshot, up=7200, idle=None, last_change=None, booting=(), **node
     """A previous state that knows every host of ``snapshot`` (so nothing 'joined' this poll).
 
     ``up``: seconds since every node joined; ``idle``: {host: seconds since last busy};
-    ``node_overrides``: {host: dict} merged into that node's record.
+    ``node_overrides``: {host: dict} merged into that node's record.  Every host but the master
+    is one the balancer launched (``launched``); ``node_overrides`` can say otherwise.
     """
     now = snapshot["taken_at"]
     nodes = {}
     for name in snapshot["hosts"]:
         nodes[name] = {"first_seen": now - up, "joined": now - up, "last_busy": None}
+        if name != "master":
+            nodes[name]["launched"] = True
         if idle and name in idle:
             nodes[name]["last_busy"] = now - idle[name]
         nodes[name].update(node_overrides.get(name, {}))
@@ -80,7 +83,9 @@ def state_for(snapshot, up=7200, idle=None, last_change=None, booting=(), **node
 
 
 def cfg(**kw):
-    base = {"master": "master", "max_nodes": 10, "min_nodes": 1}
+    # node001, node002, ... are the balancer's in these tables (also on a first poll, when the state
+    # cannot know it yet); tests of host ownership set managed_hosts themselves.
+    base = {"master": "master", "max_nodes": 10, "min_nodes": 1, "managed_hosts": ["node*"]}
     base.update(kw)
     return base
 
@@ -227,7 +232,7 @@ def _cases():
 
     # held, error and never-runnable jobs are ignored for growth, each with its reason
     never = [qw(1, age=3000, state="hqw"), qw(2, age=3000, state="Eqw"),
-             qw(3, age=3000, queues=["gpu.q"]), qw(4, age=3000, slots=4),
+             qw(3, age=3000, queues=["gpu.q"]), qw(4, age=3000, slots=400),
              qw(5, age=3000, queues=["all.q@node001"]), qw(6, age=3000, requests={"hostname": "node001"}),
              qw(7, age=3000, requests={"mem_free": "64G"}), qw(8, age=3000, requests={"arch": "lx-arm64"})]
     s = snap(busy, pending=never, running=busy_run)
@@ -235,7 +240,7 @@ def _cases():
                   ["no node added: no job waiting that a new node could run",
                    "job 1 held (state hqw)", "job 2 in error state (Eqw)",
                    "job 3 requests queue gpu.q, which the cluster does not have",
-                   "job 4 needs 4 slots per task > 2 slots per node",
+                   "job 4 needs 400 slots > ",
                    "job 5 requests specific host(s) all.q@node001", "and 3 more"]))
     s = snap(busy, pending=never + [qw(9, age=1000, tasks=3)], running=busy_run)
     cases.append(("def-unrunnable-ignored-rest-counted", s, state_for(s), cfg(add_nodes_per_iter=10), 2, [],
@@ -642,9 +647,14 @@ def test_master_that_is_not_an_execution_host_still_counts():
 
 def test_no_master_configured_warns_and_protects_nothing():
     s = snap(workers(1))
-    plan = decide(s, state_for(s, idle={"master": 900, "node001": 900}), {"max_nodes": 3, "min_nodes": 0})
+    st = state_for(s, idle={"master": 900, "node001": 900})
+    plan = decide(s, st, {"max_nodes": 3, "min_nodes": 0, "managed_hosts": ["*"]})
     assert plan["remove"] == ["master", "node001"]
     assert any(w.startswith("master not set") for w in plan["warnings"])
+    # without managed_hosts only what the balancer launched goes: the master host is not one of them
+    plan = decide(s, st, {"max_nodes": 3, "min_nodes": 0})
+    assert plan["remove"] == ["node001"]
+    assert "keep master: static host, not launched by the balancer" in "\n".join(reasons(plan))
 
 
 def test_plan_reports_interval_and_effective_config():

@@ -20,7 +20,7 @@ from ansible_collections.gridengine.balancer.tests.unit.plugins.plugin_utils.tes
     T0, check_plan, qw, reasons, snap, workers)
 
 #: the defaults that matter here: boot_timeout 1200 s, stabilization 300 s, back-off 300 s
-CONFIG = {"master": "master", "max_nodes": 10, "min_nodes": 1, "job_wait_time": 60}
+CONFIG = {"master": "master", "max_nodes": 10, "min_nodes": 1, "job_wait_time": 60, "managed_hosts": ["node*"]}
 THROTTLED = {"node": "node002", "kind": "throttling", "code": "RequestLimitExceeded", "message": "Rate exceeded"}
 
 

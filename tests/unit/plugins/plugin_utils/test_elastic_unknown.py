@@ -23,7 +23,7 @@ FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", 
 
 T0 = 1700000000.0
 CFG = {"master": "master", "min_nodes": 1, "max_nodes": 6, "job_wait_time": 0, "stabilization_time": 300,
-       "idle_time": 600, "interval": 60}
+       "idle_time": 600, "interval": 60, "managed_hosts": ["node*"]}
 
 
 def host(jobs=0, unknown=False):
@@ -239,7 +239,9 @@ def test_a_real_capture_with_an_unknown_host():
     qstat = read("aws-parallelcluster-node/test_get_compute_nodes_info__qstat_output_mix.xml")
     qhost = read("handmade/qhost_q_soge819.xml")
     h116, h52 = "ip-10-0-0-116.eu-west-1.compute.internal", "ip-10-0-0-52.eu-west-1.compute.internal"
-    cfg = {"master": "master", "max_nodes": 4, "idle_time": 0, "job_wait_time": 10 ** 9}
+    # the compute nodes ParallelCluster launched (its provider's list)
+    cfg = {"master": "master", "max_nodes": 4, "idle_time": 0, "job_wait_time": 10 ** 9,
+           "launched_hosts": [h116, h52, "ip-10-0-0-166.eu-west-1.compute.internal"]}
     state = {}
     for minute in range(16):
         now = T0 + 60 * minute
