@@ -12,7 +12,6 @@ own to the object file or the sourced file it is written into.
 
 from __future__ import annotations
 
-import os
 
 import pytest
 

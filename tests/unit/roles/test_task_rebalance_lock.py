@@ -28,8 +28,7 @@ def _walk(tasks):
     for task in tasks:
         yield task
         for key in ("block", "rescue", "always"):
-            for sub in _walk(task.get(key) or []):
-                yield sub
+            yield from _walk(task.get(key) or [])
 
 
 def test_rebalance_takes_the_lock_with_its_ttl_and_hands_the_token_to_the_role():
