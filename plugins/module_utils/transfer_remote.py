@@ -5,7 +5,7 @@
 
 The howto (seed 002, "Improvements") asks for ``*_remote`` versions of qstat, qacct and qalter
 that find the remote job of a local one. The starter (transfer.py) names every partner job
-``tq<local job>_<task>_<nonce>_<name>`` and keeps ``<jobs_dir>/<job>.<task>.json`` with the remote
+``tq<local job>_<task>_<nonce>_<name>`` and keeps ``<jobs_dir>/u<uid>/<job>.<task>.json`` with the remote
 id while the job runs, so the remote job is found by the record while it exists, else by name in
 the partner's ``qstat -j`` (still pending or running) and ``qacct -j`` (finished). Every command
 is an argv list; the user's extra arguments are passed as data.
