@@ -134,8 +134,8 @@ def test_static_hosts_count_as_nodes_for_the_limits():
 
 
 def test_old_states_without_the_flag_load_and_a_bad_list_is_refused():
-    state = {"schema": 1, "last_poll": T0 - 60, "nodes": {"node001": {"first_seen": T0 - 7200, "joined": T0 - 7200,
-                                                                        "last_busy": T0 - 7000, "launched": "yes"}}}
+    record = {"first_seen": T0 - 7200, "joined": T0 - 7200, "last_busy": T0 - 7000, "launched": "yes"}
+    state = {"schema": 1, "last_poll": T0 - 60, "nodes": {"node001": record}}
     plan = elastic.decide(snap(["master", "node001"], T0), state, BASE, T0)
     assert plan["remove"] == []  # "yes" is not True: not taken as launched
     plan = elastic.decide(snap(["master", "node001"], T0), state, dict(BASE, launched_hosts=["node001"]), T0)
