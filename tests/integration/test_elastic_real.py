@@ -14,6 +14,7 @@ __metaclass__ = type
 import json
 import os
 import random
+import shutil
 import tempfile
 import threading
 import time
@@ -23,6 +24,9 @@ from ansible_collections.gridengine.balancer.tests.integration.test_local_cluste
 from ansible_collections.gridengine.balancer.tests.integration.test_local_cluster import cluster_nodes  # noqa: F401 pylint: disable=unused-import
 
 import pytest
+import yaml
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 pytestmark = pytest.mark.integration
 
@@ -117,13 +121,16 @@ def _give_back_two_nodes():
     assert proc.returncode == 0, proc.stdout[-3000:]
 
 
-def _poll(state_dir, *extra):
+def _poll(state_dir, *extra, **kwargs):
+    inventory = kwargs.get('inventory')
     argv = [_tool('ansible-playbook'), 'playbooks/loadbalance.yml', '-e', 'cluster=%s' % CLUSTER,
             '-e', 'state_path=%s/state.json' % state_dir, '-e', 'journal_path=%s/journal.json' % state_dir,
             '-e', 'lock_path=%s/lock.json' % state_dir,
             '-e', 'job_wait_time=1', '-e', 'stabilization_time=0', '-e', 'drain_settle_time=3']
     for item in extra:
         argv += ['-e', item]
+    if inventory:
+        argv += ['-i', inventory]
     proc = _run(argv, env={'ANSIBLE_STDOUT_CALLBACK': 'ansible.builtin.json'}, timeout=900)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     result = json.loads(proc.stdout[proc.stdout.index('{\n'):])  # after pause's own lines
@@ -139,17 +146,41 @@ def _hosts_lines(name):
         return [line for line in handle if name in line.split()]
 
 
+def _site_inventory(tmp_path, static):
+    """A copy of inventory/local in which the provider's registry (nodes.yml, group
+    <cluster>_nodes) does not list ``static``: to the balancer it is then an exec host the site
+    registered by itself, which it must never remove. The provider rewrites nodes.yml from its live
+    nodes after every launch and terminate, so the hiding is done again before each poll."""
+    inv = os.path.join(str(tmp_path), 'inventory')
+    if not os.path.isdir(inv):
+        shutil.copytree(os.path.join(REPO, 'inventory', 'local'), inv)
+    path = os.path.join(inv, 'nodes.yml')
+    with open(path) as handle:
+        registry = yaml.safe_load(handle)
+    members = registry['all']['children'][CLUSTER]['children'][CLUSTER + '_nodes']['hosts']
+    members.pop(static, None)
+    with open(path, 'w') as handle:
+        yaml.safe_dump(registry, handle)
+    return inv
+
+
 def test_grow_under_burst_then_shrink_when_idle(cluster_nodes, tmp_path):  # noqa: F811
+    """The cluster grows for a burst and shrinks when idle; the exec host the balancer did not
+    launch (node002, hidden from the provider's registry: docs/elastic.md#hosts-the-balancer-owns)
+    stays through the burst, the shrink and idle polls after it, with min_nodes 1."""
     state_dir = str(tmp_path)
     before = _exec_hosts()
     size = len(before)
+    static = sorted(before - {MASTER_HOST})[-1]
     jobs = Jobs('grow')
     # more than the slots of size+1 hosts (2 each); 10 s jobs: the poll reads the queue 3-5 s
     # after the burst, while the first of them run and the others wait
     for _job in range(2 * 2 * (size + 1) + 2):
         jobs.submit(10)
     time.sleep(3)
-    plan = _poll(state_dir, 'max_nodes=%d' % (size + 1), 'min_nodes=%d' % size, 'idle_time=5')
+    # min_nodes 1 (the master alone): only the ownership rule keeps the site's host
+    options = ('max_nodes=%d' % (size + 1), 'min_nodes=1', 'idle_time=5')
+    plan = _poll(state_dir, *options, inventory=_site_inventory(tmp_path, static))
     assert plan['add'] == 1, plan['items']
     grown = _exec_hosts()
     new = grown - before
@@ -159,17 +190,29 @@ def test_grow_under_burst_then_shrink_when_idle(cluster_nodes, tmp_path):  # noq
 
     jobs.wait_done()
     time.sleep(6)
-    plan = _poll(state_dir, 'max_nodes=%d' % (size + 1), 'min_nodes=%d' % size, 'idle_time=5')
-    assert len(plan['remove']) == 1 and MASTER_HOST not in plan['remove'], plan['items']
+    # the node the balancer added and the other node it owns go, the site's host stays
+    plan = _poll(state_dir, *options, inventory=_site_inventory(tmp_path, static))
+    assert sorted(plan['remove']) == sorted({node} | (before - {MASTER_HOST, static})), plan['items']
+    kept = [i['reason'] for i in plan['items'] if i.get('host') == static]
+    assert kept == ['keep %s: static host, not launched by the balancer (managed_hosts lets it remove such a host)'
+                    % static], plan['items']
     after = _exec_hosts()
-    assert len(after) == size, (before, after)
-    removed = plan['remove'][0]
-    assert removed not in after and _hosts_lines(removed) == []
+    assert after == {MASTER_HOST, static}, (before, after)
+    for removed in plan['remove']:
+        assert removed not in after and _hosts_lines(removed) == []
+    # a long idle period: more polls, the site's host is never planned for removal
+    for _poll_index in range(2):
+        time.sleep(6)
+        plan = _poll(state_dir, *options, inventory=_site_inventory(tmp_path, static))
+        assert plan['remove'] == [] and plan['add'] == 0, plan['items']
+    assert _exec_hosts() == {MASTER_HOST, static}
     bad = {j: o for j, o in jobs.outcomes().items() if o != ('0', '0')}
     assert bad == {}, 'jobs not ending with failed 0 / exit 0: %s' % bad
+    _give_back_two_nodes()
 
 
 @pytest.mark.race
+@pytest.mark.slow
 def test_jobs_keep_arriving_while_nodes_drain(cluster_nodes, tmp_path):  # noqa: F811
     """Nodes are drained and removed while short jobs keep arriving at random, some in the last
     second before a drain: every job must still finish with exit status 0."""

@@ -37,7 +37,8 @@ from ansible_collections.gridengine.balancer.tests.integration.test_elastic_real
 
 import pytest
 
-pytestmark = pytest.mark.integration
+# the slow tier (scripts/test.sh --full; docs/testing.md): about 10 minutes of faults
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 HOOKS = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'files', 'hook_callback')
 sys.path.insert(0, os.path.join(REPO, 'benchmarks'))
