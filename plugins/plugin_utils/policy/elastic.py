@@ -51,6 +51,7 @@ held with the back-off as its reason, and a request whose launch failed no longe
 from __future__ import annotations
 
 import fnmatch
+import heapq
 import math
 import re
 from collections.abc import Mapping
@@ -65,6 +66,11 @@ MIN_STABILIZATION_TIME = 300
 MAX_INTERVAL = 300
 #: Bounds on the job history kept in the state (per list), whatever the lookback window.
 HISTORY_LIMIT = 5000
+#: Per-job records of pending jobs kept in the state (issue 20: one record per pending job made the
+#: state 17 MB at 200,000 pending jobs, rewritten every poll). The records kept are the oldest by
+#: first_seen, jobs without a submit time first (their wait is known only from their record); see
+#: :meth:`_Decision._history` and docs/elastic.md, "The state file".
+PENDING_RECORDS_LIMIT = 2000
 #: How many ignored jobs a reason names before it says "and N more".
 REASON_LIST_LIMIT = 5
 
@@ -413,6 +419,37 @@ def _read_state(state, warnings, trusted=False):
                 if isinstance(row, (list, tuple)) and len(row) == 3 and _is_number(row[1]) and _is_number(row[2]):
                     out[name].append([str(row[0]), float(row[1]), float(row[2])])
     return out
+
+
+def _record_order(item):
+    """Sort key of a pending job's record ``(key, {submit_time, first_seen})``: jobs without a
+    submit time first, then the oldest first_seen, then the oldest submit time, then the lowest
+    job number (Grid Engine numbers jobs in submit order)."""
+    key, rec = item
+    try:
+        number = int(key)
+    except ValueError:
+        number = math.inf
+    submit = rec["submit_time"]
+    return (submit is not None, rec["first_seen"], submit if submit is not None else 0.0, number, key)
+
+
+def _oldest_records(pending, limit):
+    """The ``limit`` records of ``pending`` (job key -> record) that the state keeps, in their order.
+
+    The policy reads a pending job's record in two places: ``_waited`` takes the wait of a job
+    without a submit time from its ``first_seen``, and ``_history`` takes the wait of a job that
+    has just started from its record (the ``started`` rows, the stats' ``avg_wait`` when qacct has
+    none). Kept first: every job without a submit time (the only records that decide anything),
+    oldest first_seen first; then the jobs with one, oldest first. A kept record is carried
+    unchanged, so nothing decided about its job changes. A job left out has no record at the next
+    poll: with a submit time its wait is still exact; without one it waits 0 s for the policy until
+    it is among the ``limit`` kept (it is younger, by first_seen, than every kept job without a
+    submit time), and from then on its wait counts from the poll that first kept it. A job that
+    starts without a record is not in ``started`` (as one never seen waiting).
+    """
+    keep = set(key for key, dummy in heapq.nsmallest(limit, pending.items(), key=_record_order))
+    return dict((key, rec) for key, rec in pending.items() if key in keep)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1257,6 +1294,8 @@ class _Decision(object):
             old = prev["pending"].get(key) or {}
             pending[key] = {"submit_time": _num(job.get("submit_time"), old.get("submit_time")),
                             "first_seen": old.get("first_seen") if old.get("first_seen") is not None else now}
+        if len(pending) > PENDING_RECORDS_LIMIT:
+            pending = _oldest_records(pending, PENDING_RECORDS_LIMIT)
         running = {}
         started = [r for r in prev["started"] if r[1] >= now - window]
         finished = [r for r in prev["finished"] if r[1] >= now - window]
