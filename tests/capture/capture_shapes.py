@@ -20,9 +20,10 @@ an underscore), brings the cluster into each state below, saves for each state
     meta.json           when it was taken, the job ids by job name, the Grid Engine version
 
 plus ``qacct_j_pe.txt`` (``qacct -j`` of a finished ``$fill_up`` job that ran on two nodes) in the
-first state, writes one provenance line per file into ../fixtures/sge/PROVENANCE.md (its block
-between the ``capture_shapes.py`` markers is rewritten by every run), and removes everything it
-added in a ``finally:``. The cluster's configuration (``qconf -sql/-spl/-sel/-ssconf/-sq all.q``,
+first state and ``qacct_j_error.txt`` (the record of the job that failed to start) in the second,
+writes one provenance line per file into ../fixtures/sge/PROVENANCE.md (its block between the
+``capture_shapes.py`` markers is rewritten by every run), and removes everything it added in a
+``finally:``. The cluster's configuration (``qconf -sql/-spl/-sel/-ssconf/-sq all.q``,
 the host groups and ``/etc/hosts``) is compared before and after; a difference is printed as a
 diff and the program exits 1.
 
@@ -52,7 +53,8 @@ The states:
     ``all.q@node001``: tasks 1-2 Eqw, 3-4 qw, 5-6 hqw); ``cap_suspended`` (``qmod -sj``: s) and
     ``cap_host_bound`` (``-l h=node001``) running on node001; ``cap_queue_bound``
     (``-q cap_three.q``) running; ``cap_reserve`` (``-R y``, smp 2 on ``all.q@node001``)
-    waiting with a reservation; ``cap_held`` (``-h``: hqw); ``cap_no_such_memory``
+    waiting (qstat does not show a resource reservation: its ``resv`` counts advance
+    reservations only); an advance reservation (``qrsub``) of one slot on ``all.q@vm``; ``cap_held`` (``-h``: hqw); ``cap_no_such_memory``
     (``-l mem_free=999G``); ``cap_pe_too_wide`` (cap_fill 8 > the 6 slots of all.q) waiting
     while node002 is idle.
 
@@ -130,7 +132,7 @@ def run(argv, check=True, timeout=60, user=False):
         argv = ["runuser", "-u", JOB_USER, "--", "env"] + ["%s=%s" % kv for kv in sorted(ENV.items())] + argv
     env = dict(os.environ)
     env.update(ENV)
-    proc = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    proc = subprocess.run(argv, env=env, cwd="/", stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           timeout=timeout, check=False)
     if check and proc.returncode != 0:
         raise CaptureError("%s failed (rc %d): %s%s" % (
@@ -238,7 +240,7 @@ def config_view():
     for name, argv in (("qconf -sql", ["qconf", "-sql"]), ("qconf -spl", ["qconf", "-spl"]),
                        ("qconf -sel", ["qconf", "-sel"]), ("qconf -ssconf", ["qconf", "-ssconf"]),
                        ("qconf -sq all.q", ["qconf", "-sq", "all.q"]),
-                       ("qconf -shgrpl", ["qconf", "-shgrpl"])):
+                       ("qconf -shgrpl", ["qconf", "-shgrpl"]), ("qrstat -u '*'", ["qrstat", "-u", "*"])):
         proc = run(argv, check=False)
         view[name] = (proc.stdout + proc.stderr).decode("utf-8", "replace")
     for group in view["qconf -shgrpl"].split():
@@ -277,7 +279,8 @@ class Capture(object):
         self.taken = {}                # state -> ISO UTC time of the capture
         self.sconf = self.all_q = None  # the scheduler configuration and all.q as they were
         self.qacct = None              # (job id, qacct -j text, hosts, records)
-        self.reserved = None           # whether the mixed state shows a reserved slot
+        self.ars = []                  # advance reservations made (all deleted at the end)
+        self.error_qacct = None        # (job id, qacct -j text or None) of cap_error
 
     # -- preconditions --------------------------------------------------------------------
     def check_cluster(self):
@@ -509,25 +512,33 @@ class Capture(object):
         self.qsub(state, "cap_held", ["-h"])
         self.qsub(state, "cap_no_such_memory", ["-l", "mem_free=999G"])
         self.qsub(state, "cap_pe_too_wide", ["-pe", PE_FILL, "8"])
-        try:
-            wait_for("a reservation for cap_reserve", lambda: any(
-                q["resv"] for q in queue_rows().values()), timeout=30)
-            self.reserved = True
-        except CaptureError:
-            log("  no reserved slot shown after 30 s (kept: the capture says so)")
-            self.reserved = False
+        # qstat and qhost show no resource reservation (-R y: the scheduler's own plan; "resv" is
+        # "the number of slots reserved by advance reservation (not resource reservation)", man
+        # qstat): an advance reservation of one slot on all.q@vm shows what they do show
+        text = out(["qrsub", "-N", "cap_ar", "-d", "0:10:0", "-q", "all.q@" + MASTER])
+        found = re.search(r"advance reservation (\d+)", text)
+        if not found:
+            raise CaptureError("qrsub said %r" % text)
+        self.ars.append(int(found.group(1)))
+        wait_for("the advance reservation in all.q@vm", lambda: queue_rows()["all.q@" + MASTER]["resv"] == 1)
         wait_for("cap_reserve to wait", functools.partial(in_state, resv, "qw"))
         time.sleep(3)
+        # the accounting record Grid Engine writes for a job that failed before it started
+        # (written when the execd reports the failure, flushed to the file within seconds)
+        def record():
+            proc = run(["qacct", "-j", str(err)], check=False)
+            return proc.stdout.decode("utf-8", "replace") if proc.returncode == 0 else None
+        self.error_qacct = (err, wait_for("the accounting record of cap_error", record, timeout=60, poll=2))
         if task_states(arr) != {"Eqw": 2, "qw": 2, "hqw": 2}:
             raise CaptureError("cap_array_states changed: %r" % task_states(arr))
         self.capture(state, (
             "cap_error (-o /nonexistent/...: Eqw); cap_array_states (-t 1-6, -q all.q@node001, "
             "tasks 1-2 Eqw, 3-4 qw, 5-6 hqw); cap_suspended (qmod -sj: s) and cap_host_bound "
             "(-l h=node001 -q all.q) running on node001; cap_queue_bound (-q cap_three.q) running; "
-            "cap_reserve (-R y, smp 2, -q all.q@node001) waiting%s; cap_held (-h: hqw); "
-            "cap_no_such_memory (-l mem_free=999G); cap_pe_too_wide (cap_fill 8 > the 6 slots of "
-            "all.q) waiting while node002 is idle; queues as in pe_and_arrays"
-            % (" with a reservation" if self.reserved else " (no reservation shown)")))
+            "cap_reserve (-R y, smp 2, -q all.q@node001) waiting (a resource reservation: qstat does "
+            "not show it); an advance reservation (qrsub -d 0:10:0 -q all.q@vm: resv 1 on all.q@vm); "
+            "cap_held (-h: hqw); cap_no_such_memory (-l mem_free=999G); cap_pe_too_wide (cap_fill 8 "
+            "> the 6 slots of all.q) waiting while node002 is idle; queues as in pe_and_arrays"))
 
     # -- saving ----------------------------------------------------------------------------------
     def capture(self, state, what):
@@ -558,7 +569,15 @@ class Capture(object):
                                  "task started a task on the other host with qrsh -inherit; %d "
                                  "records" % (" and ".join(hosts), count)))
         if state == "mixed":
-            meta["reservation_shown"] = self.reserved
+            meta["advance_reservations"] = {"cap_ar": self.ars[-1]}
+            jid, text = self.error_qacct
+            if text is not None:
+                with open(os.path.join(path, "qacct_j_error.txt"), "w") as handle:
+                    handle.write(text)
+                meta["qacct_job"] = jid
+                self.records.append((state + "/qacct_j_error.txt", "LC_ALL=C qacct -j %d" % jid, state,
+                                     "cap_error (-o /nonexistent/capture/out) after the execd failed to "
+                                     "start it, while it waits in Eqw"))
         with open(os.path.join(path, "meta.json"), "w") as handle:
             json.dump(meta, handle, indent=1, sort_keys=True)
             handle.write("\n")
@@ -622,11 +641,16 @@ class Capture(object):
                 problems.append("%s: %s" % (what, err))
                 log("  FAILED %s: %s" % (what, err))
         step("delete jobs", self.delete_jobs)
+        for ar in self.ars:
+            step("qrdel %d" % ar, functools.partial(run, ["qrdel", str(ar)]))
         for kind, name in reversed(self.added):
             if kind == "queue":
-                step("qconf -dq " + name, functools.partial(run, ["qconf", "-dq", name]))
+                # the qmaster may still hold a job that just ended: retried
+                step("qconf -dq " + name, functools.partial(
+                    retry, "qconf -dq " + name, ["qconf", "-dq", name], lambda t: "removed" in t, 60))
             elif kind == "exechost":
-                step("qconf -de " + name, functools.partial(run, ["qconf", "-de", name]))
+                step("qconf -de " + name, functools.partial(
+                    retry, "qconf -de " + name, ["qconf", "-de", name], lambda t: "removed" in t, 60))
             elif kind == "hosts":
                 step("/etc/hosts", remove_hosts_line)
             elif kind == "all.q":
@@ -718,8 +742,7 @@ def main(argv=None):
     if diff:
         print("the cluster's configuration differs from before the run:\n" + diff)
         return 1
-    print("cluster configuration identical before and after (qconf -sql -spl -sel -ssconf "
-          "-sq all.q -shgrpl -shgrp, /etc/hosts)")
+    print("cluster configuration identical before and after (%s)" % ", ".join(sorted(before)))
     if problems:
         print("cleanup problems: " + "; ".join(problems))
         return 1
