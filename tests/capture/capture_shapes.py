@@ -15,6 +15,7 @@ an underscore), brings the cluster into each state below, saves for each state
     qstat_u_f_r.xml     LC_ALL=C qstat -u '*' -f -r -xml
     qstat_u.xml         LC_ALL=C qstat -u '*' -xml           (no -f, no -r)
     qstat_u_g_dt_r.xml  LC_ALL=C qstat -u '*' -g dt -r -xml  (one row per task and PE slot)
+    qstat_u_g_dt.xml    LC_ALL=C qstat -u '*' -g dt -xml     (the same without -r)
     qhost_q.xml         LC_ALL=C qhost -q -xml
     qstat_g_c.xml       LC_ALL=C qstat -g c -xml
     meta.json           when it was taken, the job ids by job name, the Grid Engine version
@@ -101,6 +102,7 @@ CAPTURES = (
     ("qstat_u_f_r.xml", ["qstat", "-u", "*", "-f", "-r", "-xml"]),
     ("qstat_u.xml", ["qstat", "-u", "*", "-xml"]),
     ("qstat_u_g_dt_r.xml", ["qstat", "-u", "*", "-g", "dt", "-r", "-xml"]),
+    ("qstat_u_g_dt.xml", ["qstat", "-u", "*", "-g", "dt", "-xml"]),
     ("qhost_q.xml", ["qhost", "-q", "-xml"]),
     ("qstat_g_c.xml", ["qstat", "-g", "c", "-xml"]),
 )
