@@ -2,7 +2,11 @@
 # Copyright (c) gridengine.balancer developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """plugins/module_utils/sge_xml.py against the real Grid Engine outputs in tests/unit/fixtures/sge
-(copied from ../shared/data/sge, see PROVENANCE.md there)."""
+(copied from ../shared/data/sge, or captured from the local cluster by tests/capture/capture_shapes.py
+under captured/; see PROVENANCE.md there).
+
+Hand-built XML is left only for broken or hostile input and for shapes the local cluster (SoGE
+8.1.9) cannot produce; each such test says why. Every other shape is read from a capture."""
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
@@ -11,6 +15,7 @@ import ast
 import calendar
 import gc
 import os
+import re
 import time
 import tracemalloc
 from xml.sax.saxutils import escape
@@ -40,6 +45,11 @@ AWS_GDT = "aws-parallelcluster-node/test_get_jobs_info__qstat_output_mix.xml"
 H166 = "ip-10-0-0-166.eu-west-1.compute.internal"
 H52 = "ip-10-0-0-52.eu-west-1.compute.internal"
 H116 = "ip-10-0-0-116.eu-west-1.compute.internal"
+# captured by tests/capture/capture_shapes.py (see test_captured_shapes.py for the states)
+PE_F = "captured/pe_and_arrays/qstat_u_f_r.xml"
+PE_QHOST = "captured/pe_and_arrays/qhost_q.xml"
+MIXED_F = "captured/mixed/qstat_u_f_r.xml"
+MIXED_QHOST = "captured/mixed/qhost_q.xml"
 
 
 def fixture(name):
@@ -72,6 +82,11 @@ def by_id(entries):
     return dict((e["id"], e) for e in entries)
 
 
+def by_name(entries, name):
+    """Entries of the captured job ``name`` (captured jobs are found by name, never by number)."""
+    return [e for e in entries if e["name"] == name]
+
+
 # ---------------------------------------------------------------------------------------------
 # every qstat file in every flavour parses
 # ---------------------------------------------------------------------------------------------
@@ -92,6 +107,14 @@ QSTAT_FILES = [
     ("xenon/jobs-no-schema.xml", "unknown", 0, 0, 6),
     ("xenon/queues-no-queues.xml", "SGE 6.2", 0, 0, 0),
     ("local_soge819/qstat_u_f_r.xml", "SoGE 8.1", 2, 0, 0),
+    (PE_F, "SoGE 8.1", 7, 3, 7),
+    ("captured/pe_and_arrays/qstat_u.xml", "SoGE 8.1", 0, 3, 7),
+    ("captured/pe_and_arrays/qstat_u_g_dt_r.xml", "SoGE 8.1", 0, 3, 7),
+    ("captured/pe_and_arrays/qstat_u_g_dt.xml", "SoGE 8.1", 0, 3, 7),
+    (MIXED_F, "SoGE 8.1", 7, 8, 3),
+    ("captured/mixed/qstat_u.xml", "SoGE 8.1", 0, 8, 3),
+    ("captured/mixed/qstat_u_g_dt_r.xml", "SoGE 8.1", 0, 8, 3),
+    ("captured/mixed/qstat_u_g_dt.xml", "SoGE 8.1", 0, 8, 3),
 ]
 
 
@@ -146,6 +169,8 @@ def test_qstat_j_files_parse(name, flavour, jid):
 QSTAT_GC_FILES = [
     ("diamond/queue_stats.xml", "UGE 8.0-8.5", ["hadoop", "primary.q", "secondary.q"]),
     ("xenon/queues.xml", "SGE 6.2", ["all.q", "das3.q", "disabled.q", "fat.q", "gpu.q"]),
+    ("captured/pe_and_arrays/qstat_g_c.xml", "SoGE 8.1", ["all.q", "cap_three.q"]),
+    ("captured/mixed/qstat_g_c.xml", "SoGE 8.1", ["all.q", "cap_three.q"]),
 ]
 
 
@@ -157,8 +182,9 @@ def test_qstat_gc_files_parse(name, flavour, names):
 
 
 QHOST_FILES = [
-    ("handmade/qhost_q_soge819.xml", "SoGE 8.1", 3, True),
-    ("handmade/qhost_soge819.xml", "SoGE 8.1", 3, False),
+    (PE_QHOST, "SoGE 8.1", 4, True),
+    (MIXED_QHOST, "SoGE 8.1", 4, True),
+    # GE 6.2: hand-written (the local cluster runs SoGE 8.1.9 only)
     ("handmade/qhost_q_sge62.xml", "SGE 6.2", 1, True),
     ("local_soge819/qhost_q.xml", "SoGE 8.1", 2, True),
     ("local_soge819/qhost.xml", "SoGE 8.1", 2, False),
@@ -276,20 +302,39 @@ def test_cluster_queue_summary_values():
     assert queues["all.q"]["total"] == 336 and queues["all.q"]["used"] == 48
     assert queues["das3.q"]["load"] is None
     assert queues["disabled.q"]["manual_intervention"] == 40
+    # SoGE 8.1.9: all.q full (6 of 6), cap_three.q with one instance disabled and one unknown
+    cap = dict((q["name"], q) for q in parse_qstat_gc(fixture("captured/pe_and_arrays/qstat_g_c.xml"))["cluster_queues"])
+    assert (cap["all.q"]["used"], cap["all.q"]["total"], cap["all.q"]["available"]) == (6, 6, 0)
+    assert cap["cap_three.q"]["total"] == 12 and cap["cap_three.q"]["used"] == 6
+    # node002 (d) and cap-ghost (u), 3 slots each, count as "manual intervention" in SoGE 8.1.9
+    assert (cap["cap_three.q"]["temp_disabled"], cap["cap_three.q"]["manual_intervention"]) == (0, 6)
+
+
+def _hostvalue(data, host, name):
+    """The raw text of a qhost hostvalue, read with a regular expression (not the parser)."""
+    block = data.split(b"<host name='%s'>" % host.encode(), 1)[1].split(b"</host>", 1)[0]
+    return block.split(b"<hostvalue name='%s'>" % name.encode(), 1)[1].split(b"<", 1)[0].decode()
 
 
 def test_qhost_values_and_sizes():
-    hosts = parse_qhost(fixture("handmade/qhost_q_soge819.xml"))["hosts"]
-    h = hosts[H166]
-    assert (h["arch"], h["num_proc"], h["load_avg"]) == ("lx-amd64", 4, 0.01)
-    assert h["mem_total"] == int(round(15.3 * 1024 ** 3))
-    assert h["mem_used"] == int(round(918.6 * 1024 ** 2))
-    assert h["swap_total"] == 0
-    assert h["queues"]["all.q"] == {"qtype": "BIP", "slots_total": 4, "slots_used": 3,
-                                    "slots_reserved": 0, "states": ""}
-    down = hosts[H116]
-    assert down["load_avg"] is None and down["mem_total"] is None and down["mem_used"] is None
-    assert down["queues"]["all.q"]["states"] == "au"
+    data = fixture(MIXED_QHOST)
+    hosts = parse_qhost(data)["hosts"]
+    h = hosts["vm"]
+    assert (h["arch"], h["num_proc"]) == ("lx-amd64", 2)
+    assert h["load_avg"] == float(_hostvalue(data, "vm", "load_avg"))
+    for key in ("mem_total", "mem_used", "swap_total", "swap_used"):
+        text = _hostvalue(data, "vm", key)  # e.g. 23.5G, 937.8M, 0.0
+        assert h[key] == parse_memory(text) and isinstance(h[key], int), key
+    assert h["mem_total"] == int(round(float(_hostvalue(data, "vm", "mem_total")[:-1]) * 1024 ** 3))
+    # the advance reservation of the mixed state holds one slot of all.q@vm
+    assert h["queues"]["all.q"] == {"qtype": "BIP", "slots_total": 2, "slots_used": 0,
+                                    "slots_reserved": 1, "states": ""}
+    assert hosts["node002"]["queues"]["cap_three.q"]["states"] == "d"
+    down = hosts["cap-ghost"]  # an execution host that never reported: every value "-"
+    assert (down["arch"], down["num_proc"], down["load_avg"]) == (None, None, None)
+    assert down["mem_total"] is None and down["mem_used"] is None and down["swap_total"] is None
+    assert down["queues"] == {"cap_three.q": {"qtype": "BIP", "slots_total": 3, "slots_used": 0,
+                                              "slots_reserved": 0, "states": "u"}}
     worker = parse_qhost(fixture("handmade/qhost_q_sge62.xml"))["hosts"]["worker"]
     assert worker["mem_total"] == int(round(489.8 * 1024 ** 2))
 
@@ -370,8 +415,11 @@ def _queue(name, rows, used):
 
 
 # SGE 6.2 and later (SoGE 8.1.9 here, OGS, UGE) write <requested_pe>/<granted_pe>, as the installed
-# qstat.xsd spells them; SGE 6.0 wrote them in upper case.  Both are read.
-PE_SPELLINGS = [b"pe", b"PE"]
+# qstat.xsd spells them; SGE 6.0 wrote them in upper case.  Both are read.  The lower-case spelling
+# is read from the captures (test_per_slot_rows_with_extra_master_from_the_real_cluster,
+# test_pending_pe_requests_from_the_real_cluster); SGE 6.0's upper case exists in no capture here,
+# so those tests build it by hand.
+PE_SPELLINGS = [b"PE"]
 
 
 def _row(jid, master, granted=None, spelling=b"pe"):
@@ -382,8 +430,31 @@ def _row(jid, master, granted=None, spelling=b"pe"):
             % (jid, master, granted_xml))
 
 
+def test_per_slot_rows_with_extra_master_from_the_real_cluster():
+    # cap_round_robin: PE cap_rr ($round_robin, job_is_first_task FALSE), 2 slots on two hosts.
+    # qstat -g dt prints a MASTER row that holds no slot beside two SLAVE rows
+    data = fixture("captured/pe_and_arrays/qstat_u_g_dt_r.xml")
+    rows = re.findall(rb"<JB_name>cap_round_robin</JB_name>.*?<queue_name>([^<]*)</queue_name>\s*"
+                      rb"<master>(\w+)</master>\s*<slots>(\d+)</slots>", data, re.S)
+    assert sorted(master for _q, master, _s in rows) == [b"MASTER", b"SLAVE", b"SLAVE"]
+    assert len(set(q for q, _m, _s in rows)) == 2
+    (master_queue,) = [q.decode() for q, m, _s in rows if m == b"MASTER"]
+    (job,) = by_name(parse_qstat(data)["running"], "cap_round_robin")
+    # <granted_pe name="cap_rr">2</granted_pe>: the extra row is taken off the master's host
+    assert job["slots"] == 2 and sorted(job["hosts"].values()) == [1, 1]
+    assert job["host"] == master_queue.partition("@")[2]
+    # without -r nothing tells the extra row apart: every row counts
+    (plain,) = by_name(parse_qstat(fixture("captured/pe_and_arrays/qstat_u_g_dt.xml"))["running"], "cap_round_robin")
+    assert plain["slots"] == 3
+    # $fill_up with job_is_first_task TRUE: MASTER + 3 SLAVE rows are its 4 slots, 2 per host
+    (fill,) = by_name(parse_qstat(data)["running"], "cap_fill_up")
+    assert fill["slots"] == 4 and fill["hosts"] == {"node001": 2, "node002": 2}
+
+
 @pytest.mark.parametrize("spelling", PE_SPELLINGS)
 def test_per_slot_rows_with_extra_master_use_granted_pe_total(spelling):
+    # SGE 6.0's upper-case <granted_PE>: hand-built (no SGE 6.0 capture exists here; the same
+    # shape in SoGE 8.1.9's spelling is the test above)
     # -g t, PE with job_is_first_task FALSE and 4 granted slots (2 on a, 2 on b): Grid Engine
     # prints MASTER + 2 SLAVE rows on a (one extra line for the slot-less master) and 2 SLAVE on b
     rows_a = [_row(7, b"MASTER", 4, spelling), _row(7, b"SLAVE", 4, spelling), _row(7, b"SLAVE", 4, spelling)]
@@ -399,15 +470,33 @@ def test_per_slot_rows_with_extra_master_use_granted_pe_total(spelling):
 
 
 def test_master_row_decides_master_host_even_when_listed_later():
+    # hand-built: in the captures Grid Engine put every master task on the first host listed (a
+    # MASTER row after a SLAVE row of another host is legal -g t output but not captured here)
     doc = envelope(queue_info=_queue("all.q@a", [_row(8, b"SLAVE")], 1)
                    + _queue("all.q@b", [_row(8, b"MASTER")], 1))
     job = parse_qstat(doc)["running"][0]
     assert (job["host"], job["slots"], job["hosts"]) == ("b", 2, {"a": 1, "b": 1})
 
 
+@pytest.mark.parametrize("name,pe,shown,slots", [
+    ("cap_pe_waiting", "cap_fill", "2-4", 2),      # qsub -pe cap_fill 2-4
+    ("cap_pe_too_wide", "cap_fill", "8", 8),       # qsub -pe cap_fill 8
+    ("cap_reserve", "smp", "2", 2),                # qsub -R y -pe smp 2
+])
+def test_pending_pe_requests_from_the_real_cluster(name, pe, shown, slots):
+    state = "pe_and_arrays" if name == "cap_pe_waiting" else "mixed"
+    (job,) = by_name(parse_qstat(fixture("captured/%s/qstat_u_f_r.xml" % state))["pending"], name)
+    assert (job["pe"], job["pe_range"], job["slots"]) == (pe, shown, slots)
+    # without -r Grid Engine prints only <slots>: still a parallel job by its slot count
+    (plain,) = by_name(parse_qstat(fixture("captured/%s/qstat_u.xml" % state))["pending"], name)
+    assert (plain["pe"], plain["pe_range"], plain["slots"]) == (None, None, slots)
+
+
 @pytest.mark.parametrize("spelling", PE_SPELLINGS)
 @pytest.mark.parametrize("pe_range,slots,shown", [("2-8", 2, "2-8"), ("4-4", 4, "4"), ("16", 16, "16")])
 def test_pending_pe_request(pe_range, slots, shown, spelling):
+    # hand-built: SGE 6.0's <requested_PE> (no capture), and a range written "4-4", which SoGE 8.1.9
+    # prints as "4" (the captured cases are in the test above)
     doc = envelope(job_info=b"<job_list state=\"pending\"><JB_job_number>9</JB_job_number>"
                    b"<state>qw</state><slots>" + str(slots).encode() + b"</slots>"
                    b"<requested_" + spelling + b" name=\"mpi\">" + pe_range.encode() + b"</requested_"
@@ -416,17 +505,22 @@ def test_pending_pe_request(pe_range, slots, shown, spelling):
     assert (job["pe"], job["pe_range"], job["slots"]) == ("mpi", shown, slots)
 
 
-def test_pending_rows_of_one_job_split_by_state():
-    rows = b"".join(
-        b"<job_list state=\"pending\"><JB_job_number>10</JB_job_number><state>%s</state>"
-        b"<tasks>%s</tasks></job_list>" % (state, tasks)
-        for state, tasks in ((b"Eqw", b"3"), (b"qw", b"1-2:1,4-10:1"), (b"hqw", b"11-20:1")))
-    pending = parse_qstat(envelope(job_info=rows))["pending"]
-    assert [(j["state"], j["task_count"], j["held"], j["error"]) for j in pending] == [
-        ("Eqw", 1, False, True), ("qw", 9, False, False), ("hqw", 10, True, False)]
+@pytest.mark.parametrize("listing", ["qstat_u_f_r.xml", "qstat_u_g_dt_r.xml", "qstat_u.xml"])
+def test_pending_rows_of_one_job_split_by_state(listing):
+    # cap_array_states (-t 1-6): tasks 1-2 failed once dispatched (Eqw), 3-4 wait for a slot (qw),
+    # 5-6 are held (hqw). -g d prints one row per task: rows of one job and state are merged
+    pending = by_name(parse_qstat(fixture("captured/mixed/" + listing))["pending"], "cap_array_states")
+    assert sorted((j["state"], j["task_count"], j["held"], j["error"]) for j in pending) == [
+        ("Eqw", 2, False, True), ("hqw", 2, True, False), ("qw", 2, False, False)]
+    assert sorted(j["tasks"] for j in pending) == ["1,2", "3,4", "5,6"]
+    # a comma list with a range: cap_array_range (-t 1-10, tasks 1-4 running, 7 deleted)
+    (arr,) = by_name(parse_qstat(fixture("captured/pe_and_arrays/" + listing))["pending"], "cap_array_range")
+    assert arr["task_count"] == 5 and arr["tasks"] in ("5,6,8-10:1", "5,6,8,9,10")
 
 
 def test_million_task_range_is_counted_not_expanded():
+    # hand-built: 200 jobs of a million tasks each is a scale, not a shape, the local cluster can
+    # hold (its array jobs are in the captures)
     row = (b"<job_list state=\"pending\"><JB_job_number>%d</JB_job_number><state>qw</state>"
            b"<JB_submission_time>2020-01-01T00:00:00</JB_submission_time><slots>1</slots>"
            b"<tasks>1-1000000:1</tasks></job_list>\n")
@@ -501,7 +595,7 @@ BROKEN_QSTAT = [
      r"^qstat -xml: root element is <unknown_jobs>, expected <job_info>$"),
     ("ood_core/qstat_jr.xml", r"^qstat -xml: root element is <detailed_job_info>, expected <job_info>$"),
     ("xenon/queues.xml", r"^qstat -xml: found <cluster_queue_summary>: this is 'qstat -g c' output"),
-    ("handmade/qhost_q_soge819.xml", r"^qstat -xml: root element is <qhost>, expected <job_info>$"),
+    (MIXED_QHOST, r"^qstat -xml: root element is <qhost>, expected <job_info>$"),
 ]
 
 
@@ -596,25 +690,26 @@ def test_doctype_and_entities_are_rejected(data):
 # ---------------------------------------------------------------------------------------------
 
 def test_build_snapshot_combines_qstat_and_qhost():
-    snap = build_snapshot(fixture(AWS_F), fixture("handmade/qhost_q_soge819.xml"),
-                          1700000000, "default")
+    snap = build_snapshot(fixture(PE_F), fixture(PE_QHOST), 1700000000, "default")
     assert (snap["schema"], snap["taken_at"], snap["cell"], snap["flavour"]) == (
         1, 1700000000.0, "default", "SoGE 8.1")
     assert "accounting" not in snap
-    assert sorted(snap["hosts"]) == sorted([H166, H52, H116])
-    h = snap["hosts"][H166]
+    assert sorted(snap["hosts"]) == ["cap-ghost", "node001", "node002", "vm"]
+    qhost = parse_qhost(fixture(PE_QHOST))["hosts"]["node001"]
+    h = snap["hosts"]["node001"]
     assert h == {
-        "arch": "lx-amd64", "num_proc": 4, "load_avg": 0.01,
-        "mem_total": int(round(15.3 * 1024 ** 3)), "mem_used": int(round(918.6 * 1024 ** 2)),
-        "slots_total": 4, "slots_used": 3, "slots_reserved": 0, "states": "",
-        "queues": ["all.q"], "running_jobs": 2,
+        "arch": "lx-amd64", "num_proc": 2, "load_avg": qhost["load_avg"],
+        "mem_total": qhost["mem_total"], "mem_used": qhost["mem_used"],
+        # all.q (2, cap_fill_up) + cap_three.q (3: cap_round_robin or two array tasks and one more)
+        "slots_total": 5, "slots_used": 5, "slots_reserved": 0, "states": "",
+        "queues": ["all.q", "cap_three.q"], "running_jobs": 4,
     }
-    assert snap["hosts"][H52]["states"] == "d" and snap["hosts"][H52]["slots_total"] == 8
-    assert snap["hosts"][H116]["load_avg"] is None and snap["hosts"][H116]["states"] == "au"
-    assert len(snap["queues"]) == 3 and set(snap["queues"][0]) == {
+    assert snap["hosts"]["node002"]["states"] == "d" and snap["hosts"]["node002"]["slots_total"] == 5
+    assert snap["hosts"]["cap-ghost"]["load_avg"] is None and snap["hosts"]["cap-ghost"]["states"] == "u"
+    assert len(snap["queues"]) == 7 and set(snap["queues"][0]) == {
         "name", "queue", "host", "qtype", "slots_total", "slots_used", "slots_reserved",
         "load_avg", "states"}
-    assert len(snap["pending"]) == 2 and len(snap["running"]) == 2
+    assert len(snap["pending"]) == 3 and len(snap["running"]) == 7
 
 
 def test_build_snapshot_from_a_real_soge_819_cluster():
@@ -635,21 +730,26 @@ def test_build_snapshot_from_a_real_soge_819_cluster():
 
 
 def test_build_snapshot_sums_queue_instances_and_unions_states():
-    doc = envelope(queue_info=b"".join([
-        b"<Queue-List><name>all.q@n1</name><qtype>BIP</qtype><slots_used>1</slots_used>"
-        b"<slots_resv>1</slots_resv><slots_total>4</slots_total><state>a</state></Queue-List>",
-        b"<Queue-List><name>gpu.q@n1</name><qtype>BP</qtype><slots_used>2</slots_used>"
-        b"<slots_resv>0</slots_resv><slots_total>2</slots_total><state>du</state></Queue-List>",
-    ]))
-    snap = build_snapshot(doc, fixture("handmade/qhost_soge819.xml").replace(H166.encode(), b"n1"),
-                          0, "c")
-    n1 = snap["hosts"]["n1"]
-    assert (n1["slots_total"], n1["slots_used"], n1["slots_reserved"]) == (6, 3, 1)
-    assert n1["states"] == "adu" and n1["queues"] == ["all.q", "gpu.q"]
-    assert n1["num_proc"] == 4  # from qhost
-    only = build_snapshot(doc, fixture("handmade/qhost_soge819.xml"), 0, "c", queues=["gpu.q"])
-    assert list(only["hosts"]) == ["n1"] and only["hosts"]["n1"]["slots_total"] == 2
-    assert [q["name"] for q in only["queues"]] == ["gpu.q@n1"]
+    # two cluster queues on every host: all.q (2 slots) and cap_three.q (3); cap_three.q@node002
+    # is disabled, cap_three.q@cap-ghost unknown; an advance reservation holds one slot of all.q@vm
+    snap = build_snapshot(fixture(MIXED_F), fixture(MIXED_QHOST), 0, "c")
+    vm = snap["hosts"]["vm"]
+    assert (vm["slots_total"], vm["slots_reserved"], vm["queues"]) == (5, 1, ["all.q", "cap_three.q"])
+    assert vm["slots_used"] == sum(q["slots_used"] for q in snap["queues"] if q["host"] == "vm")
+    assert vm["num_proc"] == 2  # from qhost
+    n2 = snap["hosts"]["node002"]
+    assert (n2["slots_total"], n2["slots_used"], n2["states"]) == (5, 0, "d")
+    assert snap["hosts"]["cap-ghost"]["states"] == "u" and snap["hosts"]["cap-ghost"]["queues"] == ["cap_three.q"]
+    only = build_snapshot(fixture(MIXED_F), fixture(MIXED_QHOST), 0, "c", queues=["cap_three.q"])
+    assert sorted(only["hosts"]) == ["cap-ghost", "node001", "node002", "vm"]
+    assert all(h["slots_total"] == 3 for h in only["hosts"].values())
+    assert only["hosts"]["vm"]["slots_reserved"] == 0 and only["hosts"]["vm"]["states"] == ""
+    assert sorted(q["name"] for q in only["queues"]) == [
+        "cap_three.q@cap-ghost", "cap_three.q@node001", "cap_three.q@node002", "cap_three.q@vm"]
+    # running jobs by their master queue; waiting jobs unless every -q names another queue
+    assert [j["name"] for j in only["running"]] == ["cap_queue_bound"]
+    assert sorted(set(j["name"] for j in only["pending"])) == [
+        "cap_held", "cap_no_such_memory", "cap_pe_too_wide"]
 
 
 def test_build_snapshot_queue_filter_on_pending_jobs():
@@ -662,18 +762,29 @@ def test_build_snapshot_queue_filter_on_pending_jobs():
     assert (worker["slots_used"], worker["running_jobs"], worker["arch"]) == (1, 1, "lx26-amd64")
 
 
-def test_build_snapshot_takes_queue_instances_from_qhost_without_full_listing():
-    snap = build_snapshot(fixture("aws-parallelcluster-node/test_get_jobs_info__qstat_output_mix.xml"),
-                          fixture("handmade/qhost_q_soge819.xml"), 0, "default")
-    assert sorted(q["name"] for q in snap["queues"]) == sorted("all.q@" + h for h in (H166, H52, H116))
-    assert snap["hosts"][H166]["running_jobs"] == 2  # job 95 task 3 and job 96
-    assert snap["hosts"][H52]["running_jobs"] == 4   # 73, 94, 95.1, 95.2
+@pytest.mark.parametrize("listing", ["qstat_u.xml", "qstat_u_g_dt_r.xml"])
+def test_build_snapshot_takes_queue_instances_from_qhost_without_full_listing(listing):
+    full = build_snapshot(fixture(PE_F), fixture(PE_QHOST), 0, "default")
+    snap = build_snapshot(fixture("captured/pe_and_arrays/" + listing), fixture(PE_QHOST), 0, "default")
+    assert sorted(q["name"] for q in snap["queues"]) == sorted(q["name"] for q in full["queues"])
+    for name, host in snap["hosts"].items():
+        for key in ("slots_total", "slots_used", "states", "queues"):
+            assert host[key] == full["hosts"][name][key], (name, key)
+    if listing == "qstat_u.xml":
+        # one row per job (task), on its master queue with all its slots: a PE job counts on one
+        # host only (the used slots come from qhost all the same)
+        assert sum(h["running_jobs"] for h in snap["hosts"].values()) == len(snap["running"]) == 7
+    else:
+        # -g t lists every slave host: vm runs cap_pe_slots, cap_round_robin and two array tasks,
+        # node001 cap_fill_up, cap_round_robin and two array tasks, node002 cap_fill_up
+        for name, host in snap["hosts"].items():
+            assert host["running_jobs"] == full["hosts"][name]["running_jobs"], name
+        assert [snap["hosts"][h]["running_jobs"] for h in ("vm", "node001", "node002")] == [4, 4, 1]
 
 
 def test_build_snapshot_accounting_is_added_when_given():
     summary = {"window": 60, "jobs": 0, "avg_duration": None, "avg_wait": None}
-    snap = build_snapshot(fixture(AWS_F), fixture("handmade/qhost_q_soge819.xml"), 0, "default",
-                          accounting=summary)
+    snap = build_snapshot(fixture(PE_F), fixture(PE_QHOST), 0, "default", accounting=summary)
     assert snap["accounting"] == summary
 
 
@@ -715,27 +826,19 @@ def test_qacct_uge_record_with_milliseconds():
 
 
 def test_qacct_parallel_task_records_count_once():
-    text = "\n".join([
-        "==============================================================",
-        "qname all.q", "hostname a", "jobnumber 5", "taskid undefined", "slots 2",
-        "qsub_time Mon Mar 21 14:00:00 2011", "start_time Mon Mar 21 14:00:10 2011",
-        "end_time Mon Mar 21 14:01:10 2011", "failed 0", "exit_status 0",
-        "==============================================================",
-        "qname all.q", "hostname b", "jobnumber 5", "taskid undefined", "slots 2",
-        "qsub_time Mon Mar 21 14:00:00 2011", "start_time Mon Mar 21 14:00:12 2011",
-        "end_time Mon Mar 21 14:01:20 2011", "failed 0", "exit_status 0",
-        "==============================================================",
-        "qname all.q", "hostname c", "jobnumber 6", "taskid 3", "slots 1",
-        "qsub_time Mon Mar 21 14:00:00 2011", "start_time -/-",
-        "end_time Mon Mar 21 14:00:01 2011", "failed 26 : opening input/output file",
-        "exit_status 0",
-    ])
-    records = parse_qacct(text)
-    assert len(records) == 3 and records[2]["start_time"] is None and records[2]["taskid"] == 3
-    summary = accounting_summary(records, utc(2011, 3, 21, 14, 30, 0), 3600)
-    assert summary["jobs"] == 2
-    assert summary["avg_duration"] == 70.0  # 14:00:10 .. 14:01:20; job 6 never started
-    assert summary["avg_wait"] == 10.0
+    # cap_pe_done (PE cap_fill $fill_up, control_slaves TRUE, 4 slots on node001 and node002): a
+    # record per host; cap_error: failed to start (failed 26), no start and no end time
+    records = parse_qacct(fixture("captured/pe_and_arrays/qacct_j_pe.txt"))
+    failed = parse_qacct(fixture("captured/mixed/qacct_j_error.txt"))
+    assert sorted(r["hostname"] for r in records) == ["node001", "node002"]
+    assert len(set(r["jobnumber"] for r in records)) == 1 and all(r["taskid"] is None for r in records)
+    assert [(r["failed"], r["start_time"], r["end_time"]) for r in failed] == [(26, None, None)]
+    first_start = min(r["start_time"] for r in records)
+    last_end = max(r["end_time"] for r in records)
+    summary = accounting_summary(records + failed, last_end + 60, 3600)
+    assert summary["jobs"] == 1
+    assert summary["avg_duration"] == last_end - first_start
+    assert summary["avg_wait"] == first_start - min(r["qsub_time"] for r in records)
 
 
 def test_qacct_soge_signal_annotation():
