@@ -398,7 +398,7 @@ class Capture(object):
         retry("qconf -Aq " + QUEUE, ["qconf", "-Aq", self.write("queue", queue)],
               lambda t: "added" in t)
         run(["qmod", "-d", "%s@%s" % (QUEUE, NODES[1])])
-        wait_for("the queue instances of %s" % QUEUE, lambda: self.queues_ready())
+        wait_for("the queue instances of %s" % QUEUE, self.queues_ready)
 
     def queues_ready(self):
         q = queue_rows()
@@ -525,6 +525,7 @@ class Capture(object):
         wait_for("the advance reservation in all.q@vm", lambda: queue_rows()["all.q@" + MASTER]["resv"] == 1)
         wait_for("cap_reserve to wait", functools.partial(in_state, resv, "qw"))
         time.sleep(3)
+
         # the accounting record Grid Engine writes for a job that failed before it started
         # (written when the execd reports the failure, flushed to the file within seconds)
         def record():
@@ -697,7 +698,7 @@ def cleanup_leftovers():
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--out", default="tests/unit/fixtures/sge/captured",
                         help="directory of the captured states (default: %(default)s)")
     parser.add_argument("--provenance", default=None,
