@@ -72,8 +72,8 @@ def setup(tmp_path):
     (tmp_path / "qhost.xml").write_text(QHOST)
     calls = tmp_path / "calls.log"
     bodies = {
-        "qstat": 'case "$*" in *"-g t"*) cat %s;; *) cat %s;; esac\n' % (tmp_path / "jobs.xml",
-                                                                       tmp_path / "snapshot.xml"),
+        "qstat": 'case "$*" in *"-g t"*) cat %s;; *) cat %s;; esac\n' % (
+            tmp_path / "jobs.xml", tmp_path / "snapshot.xml"),
         "qhost": "cat %s\n" % (tmp_path / "qhost.xml"),
         "qconf": ("[ \"$*\" = -sel ] && { printf 'node002\\nnode005\\nvm\\n'; exit 0; }\n"
                   "echo 'fake qconf: not allowed in this test' >&2\nexit 97\n"),
@@ -162,9 +162,13 @@ def test_a_leave_that_keeps_failing_is_parked_and_the_polls_go_on(tmp_path):
     record = journal(tmp_path)["node005"]
     assert record["operation"] == "leave" and not record.get("parked") and record.get("attempts", 0) == 0
     assert "qselect" in record["detail"]["last_error"], record
-    failed = [res for name, res in tasks if res.get("failed")]
-    assert "leave node005 failed" in failed[-1]["msg"], failed[-1]["msg"]
-    assert "qselect" in failed[-1]["msg"]
+    # the run's failure is the failed task's, raised again after the rescue kept the error
+    failed = [(name, res) for name, res in tasks if res.get("failed")]
+    assert [name for name, res in failed] == ["List the node's queue instances"] * 2, failed
+    assert not (tmp_path / "qmaster" / "lock.json").exists()  # released: the run ended at the failure
+    assert failed[-1][1]["msg"].startswith("non-zero return code [leave node005 failed (first attempt): "
+                                           "List the node's queue instances: non-zero return code "
+                                           "(fake qselect: not allowed in this test). The journal keeps"), failed[-1]
 
     # polls 2 and 3: the journal replays the leave (attempts 1 and 2 of node_operation_max_attempts=2)
     # and it fails again; the poll stops there, before reading the cluster
