@@ -593,7 +593,7 @@ class _Decision(object):
         appeared = sorted(self.node_names - set(prev["nodes"])) if not prev["first_poll"] else []
         for name in appeared:
             # A host that takes a request of an earlier plan is one the balancer launched: it may
-            # remove it again. Hosts it did not launch are the site's (see _owner).
+            # remove it again. Hosts it did not launch are the site's (see _not_ours).
             if booting:
                 new_nodes[name] = {"first_seen": now, "joined": booting.pop(0), "last_busy": None, "launched": True}
             else:
