@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gridengine.balancer
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
