@@ -281,15 +281,22 @@ def archive_checksum(tar, members):
             digest.update(b"L\0%s\0%s\0" % (rel, member.linkname.encode("utf-8", "surrogateescape")))
             continue
         digest.update(b"F\0%s\0%d\0" % (rel, member.size))
-        handle = tar.extractfile(member)
-        left = member.size
-        while left > 0:
-            block = handle.read(min(CHUNK, left))
-            if not block:
-                raise tarfile.ReadError("unexpected end of data in %r" % member.name)
+        for block in _member_blocks(tar, member):
             digest.update(block)
-            left -= len(block)
     return "sha256:" + digest.hexdigest()
+
+
+def _member_blocks(tar, member):
+    """The data of the regular file ``member``, in blocks of at most CHUNK bytes; exactly its
+    declared size, or tarfile.ReadError when the archive ends before."""
+    handle = tar.extractfile(member)
+    left = member.size
+    while left > 0:
+        block = handle.read(min(CHUNK, left))
+        if not block:
+            raise tarfile.ReadError("unexpected end of data in %r" % member.name)
+        yield block
+        left -= len(block)
 
 
 def _free_bytes(path):
@@ -332,14 +339,8 @@ def _extract(tar, members, top_fd):
         mkdirs(parts[:-1])
         fd = os.open("/".join(parts), os.O_WRONLY | os.O_CREAT | os.O_EXCL | nofollow, 0o600, dir_fd=top_fd)
         with os.fdopen(fd, "wb") as out:
-            handle = tar.extractfile(member)
-            left = member.size
-            while left > 0:
-                block = handle.read(min(CHUNK, left))
-                if not block:
-                    raise tarfile.ReadError("unexpected end of data in %r" % member.name)
+            for block in _member_blocks(tar, member):
                 out.write(block)
-                left -= len(block)
             out.flush()
             os.fchmod(out.fileno(), (member.mode & 0o755) | 0o600)
             os.utime(out.fileno(), (member.mtime, member.mtime))
