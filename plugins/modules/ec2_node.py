@@ -9,7 +9,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: ec2_node
 short_description: Launch or terminate one EC2 instance as a node of a Grid Engine cluster
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - The primitive of the C(ec2) node provider (role C(gridengine.balancer.provider_ec2)). A node is
     one EC2 instance tagged C(gridengine-balancer:cluster=<cluster>), C(gridengine-balancer:node=<name>)

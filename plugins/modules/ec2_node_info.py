@@ -9,7 +9,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: ec2_node_info
 short_description: List the EC2 instances of a Grid Engine cluster's nodes (by tag)
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - Lists the instances tagged C(gridengine-balancer:cluster=<cluster>) (see M(gridengine.balancer.ec2_node)),
     oldest first, as the reconciliation step (C(playbooks/tasks/reconcile.yml)) needs them - node name,

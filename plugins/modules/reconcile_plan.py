@@ -11,7 +11,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: reconcile_plan
 short_description: Reconcile a cluster's cloud instances with Grid Engine, and keep the launch back-off
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - Runs on the controller; reads and writes its state file on the task's host (the qmaster) with
     M(gridengine.balancer.balancer_state), like M(gridengine.balancer.elastic_plan).
