@@ -10,6 +10,18 @@ ansible-galaxy collection build --force --output-path "$OUT" >/dev/null
 tarball=$(ls "$OUT"/gridengine-balancer-*.tar.gz)
 ansible-galaxy collection install --force --no-deps -p "$OUT/collections" "$tarball" >/dev/null 2>&1
 echo "built and installed $(basename "$tarball") ($(du -k "$tarball" | cut -f1) KiB)"
+# what an installed user needs and nothing else: no docs images or raw run data, no development
+# files (galaxy.yml build_ignore); the README Galaxy shows is the one for an installed copy
+members=$(tar -tzf "$tarball")
+bad=$(echo "$members" | grep -E '\.(png|svg|jpe?g|gif|csv)$|(^|/)__pycache__/|^(\.ci|\.hypothesis|\.pytest_cache|\.state|\.venv|\.collections|scripts|benchmarks|extensions/molecule)/|^(requirements\.txt|pytest\.ini|ansible\.cfg|README\.md|\.ansible-lint|\.gitignore)$|^tests/(unit|integration|capture|adopt|output)/|^inventory/|^changelogs/fragments/' || true)
+if [ -n "$bad" ]; then echo "$bad" | head -20; echo "the tarball carries $(echo "$bad" | wc -l) development or image files"; exit 1; fi
+for f in MANIFEST.json docs/README-collection.md CHANGELOG.md changelogs/changelog.yaml \
+         meta/runtime.yml meta/execution-environment.yml meta/ee-requirements.txt bindep.txt; do
+  echo "$members" | grep -qx "$f" || { echo "the tarball lacks $f"; exit 1; }
+done
+readme=$(tar -xzOf "$tarball" MANIFEST.json | python3 -c 'import json,sys; print(json.load(sys.stdin)["collection_info"]["readme"])')
+[ "$readme" = docs/README-collection.md ] || { echo "MANIFEST.json readme is $readme"; exit 1; }
+echo "tarball: $(echo "$members" | grep -vc '/$') files, no images, no development files; readme $readme"
 # dependencies beside it, but not this checkout
 for d in "$ROOT"/.collections/ansible_collections/*/; do
   ns=$(basename "$d"); [ "$ns" = gridengine ] || ln -sfn "$d" "$OUT/collections/ansible_collections/$ns"
@@ -33,3 +45,6 @@ out=$(ansible localhost -c local -e ansible_python_interpreter=/usr/bin/python3 
 if echo "$out" | grep -qi "traceback"; then echo "$out"; echo "module printed a traceback"; exit 1; fi
 echo "$out" | grep -q "FAILED" || { echo "$out"; echo "expected a clear failure"; exit 1; }
 echo "ad hoc run from the tarball failed cleanly: $(echo "$out" | grep -o '"msg": .*' | head -1)"
+
+# the docs: changelog and plugin docs lint, the docs site built into a temporary folder
+bash "$ROOT/scripts/docs_check.sh"
