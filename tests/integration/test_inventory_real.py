@@ -7,7 +7,10 @@
 the slots qhost reports, in the group of ``@allhosts`` (checked against ``qconf -shgrp_resolved``,
 a command the plugin itself does not use), and the qmaster in ``<cluster>_master``. Then
 ``ansible`` pings the hosts of that group, the connection settings coming from the static
-inventory beside it. Only reads: nothing on the cluster is changed.
+inventory beside it. ``<cluster>_nodes`` holds only hosts the balancer's real state file marks
+launched (issue 19: the playbooks may remove those), every other exec host is in
+``<cluster>_static``. The cluster name has a ``-`` (``my-cluster`` style names are the playbooks'
+and the plugin's). Only reads: nothing on the cluster is changed.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -20,23 +23,26 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from ansible_collections.gridengine.balancer.tests.integration.test_local_cluster import (
-    MASTER_HOST, REPO, SGE_ENV, _run, _tool)
+    CLUSTER, MASTER_HOST, REPO, SGE_ENV, _run, _tool)
 from ansible_collections.gridengine.balancer.tests.integration.test_local_cluster import cluster_nodes  # noqa: F401 pylint: disable=unused-import
 
 pytestmark = pytest.mark.integration
 
 # a cluster name of its own: its groups cannot be mistaken for the static inventory's
-INV_CLUSTER = 'geb_inv'
+INV_CLUSTER = 'geb-inv'
+# the state file of the balancer polls the other integration tests run on the real cluster
+STATE_PATH = '/var/lib/gridengine-balancer/%s/state.json' % CLUSTER
 CONFIG = '''---
 plugin: gridengine.balancer.sge
 cluster: %s
 include_master: true
 sge_root: %s
 sge_cell: %s
+state_path: %s
 keyed_groups:
   - key: sge_state
-    prefix: %s_letter
-''' % (INV_CLUSTER, SGE_ENV['SGE_ROOT'], SGE_ENV['SGE_CELL'], INV_CLUSTER)
+    prefix: geb_inv_letter
+''' % (INV_CLUSTER, SGE_ENV['SGE_ROOT'], SGE_ENV['SGE_CELL'], STATE_PATH)
 
 
 def _plain(value):
@@ -110,6 +116,35 @@ def test_inventory_lists_every_qhost_host(cluster_nodes, tmp_path):
     assert hostvars[MASTER_HOST]['sge_master'] is True
     for queue in hostvars[cluster_nodes[0]]['sge_queues']:
         assert cluster_nodes[0] in data['%s_queue_%s' % (INV_CLUSTER, queue.replace('.', '_'))]['hosts']
+
+
+def _launched():
+    """Hosts the real state file marks launched (lower case), empty when there is no state."""
+    if not os.path.exists(STATE_PATH):
+        return set()
+    with open(STATE_PATH) as handle:
+        nodes = json.load(handle).get('nodes', {})
+    return set(name.lower() for name, rec in nodes.items() if rec.get('launched') is True)
+
+
+def test_inventory_nodes_are_only_launched_hosts(cluster_nodes, tmp_path):
+    """<cluster>_nodes: only hosts the state marks launched, never the qmaster; every other exec
+    host in <cluster>_static; the two together are <cluster>_exec."""
+    proc = _run([_tool('ansible-inventory'), '-i', _config(tmp_path), '--list'],
+                env=_inventory_env())
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    data = _plain(json.loads(proc.stdout))
+    launched = _launched()
+    nodes = set(data.get('%s_nodes' % INV_CLUSTER, {}).get('hosts', []))
+    static = set(data.get('%s_static' % INV_CLUSTER, {}).get('hosts', []))
+    exec_hosts = set(data['%s_exec' % INV_CLUSTER]['hosts'])
+    assert MASTER_HOST not in nodes
+    assert MASTER_HOST in static
+    assert set(h.lower() for h in nodes) <= launched, (nodes, launched)
+    assert not set(h.lower() for h in static - {MASTER_HOST}) & launched, (static, launched)
+    assert nodes | static == exec_hosts and not nodes & static
+    for host in exec_hosts:
+        assert data['_meta']['hostvars'][host]['sge_node'] is (host in nodes)
 
 
 def test_inventory_hosts_answer_ansible(cluster_nodes, tmp_path):

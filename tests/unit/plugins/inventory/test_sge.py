@@ -99,11 +99,15 @@ class FakeRunner(object):
 
 
 def command_key(argv):
-    """``qhost -xml -q`` for a local argv, and for ssh the remote command after ``env VAR=...``."""
+    """``qhost -xml -q`` for a local argv, and for ssh the remote command after ``env VAR=...``;
+    ``read-state PATH`` for the script that reads the state file through ssh."""
     if os.path.basename(argv[0]) == "ssh":
         words = shlex.split(argv[-1])
         assert words[0] == "env", words
         words = [w for w in words[1:] if not re.match(r"\ASGE_[A-Z_]+=|\ALC_ALL=", w)]
+        if words[:2] == ["sh", "-c"]:
+            assert words[2] == sge._REMOTE_STATE_SCRIPT and words[3] == "sh", words
+            return "read-state " + words[4]
         argv = words
     return " ".join([os.path.basename(argv[0])] + list(argv[1:]))
 
@@ -113,6 +117,11 @@ def run_plugin(tmp_path, config, answers, cache=False, name="cluster.sge.yml"):
     config = dict(config)
     config.setdefault("plugin", "gridengine.balancer.sge")
     config.setdefault("sge_bin_dir", "/opt/sge/bin/lx-amd64")
+    # The cases below were written when include_master defaulted to false; they keep that, and
+    # test_sge_playbook_groups.py covers the default (true). The balancer's state file is looked
+    # for in the test's own directory (absent unless a test writes it), never in /var/lib.
+    config.setdefault("include_master", False)
+    config.setdefault("state_path", str(tmp_path / "state.json"))
     path.write_text(yaml.safe_dump(config))
     plugin = sge.InventoryModule()
     plugin._load_name = sge.InventoryModule.NAME
@@ -160,7 +169,8 @@ CASES = [
                     SSS: (0, fixture("qconf_sss.txt"), b"")},
         "commands": [QHOST, SHGRPL, SHGRP_ALL, SSS],
         "groups": {
-            "mycluster": ["vm"], "mycluster_exec": ["vm"], "mycluster_master": ["vm"],
+            "mycluster": ["vm"], "mycluster_exec": ["vm"],
+            "mycluster_static": ["vm"], "mycluster_master": ["vm"],
             "mycluster_hostgroup_allhosts": ["vm"], "mycluster_queue_all_q": ["vm"],
             "mycluster_state_ok": ["vm"],
         },
@@ -178,6 +188,7 @@ CASES = [
         "commands": [QHOST, SHGRPL, SHGRP_ALL],
         "groups": {
             "sge": ["node001", "node002", "vm"], "sge_exec": ["node001", "node002", "vm"],
+            "sge_static": ["node001", "node002", "vm"],
             "sge_hostgroup_allhosts": ["node001", "node002", "vm"],
             "sge_queue_all_q": ["node001", "node002", "vm"],
             "sge_state_ok": ["node001", "node002", "vm"],
@@ -193,6 +204,7 @@ CASES = [
         "answers": {QHOST: (0, fixture("qhost_q_local_soge819.xml"), b""), SHGRPL: NO_GROUPS},
         "commands": [QHOST, SHGRPL],
         "groups": {"c": ["node002", "vm"], "c_exec": ["node002", "vm"],
+                   "c_static": ["node002", "vm"],
                    "c_queue_all_q": ["node002", "vm"], "c_state_alarm": ["node002"],
                    "c_state_unknown": ["node002"], "c_state_ok": ["vm"]},
         "hostvars": {"node002": {"sge_state": ["a", "u"], "sge_load_avg": None,
@@ -204,6 +216,7 @@ CASES = [
         "answers": {QHOST: (0, fixture("qhost_xml_q_3hosts.xml"), b"")},
         "commands": [QHOST],
         "groups": {"c": ["node001", "node002", "vm"], "c_exec": ["node001", "node002", "vm"],
+                   "c_static": ["node001", "node002", "vm"],
                    "c_queue_all_q": ["node001", "node002", "vm"],
                    "c_state_ok": ["node001", "node002", "vm"]},
     },
@@ -224,6 +237,9 @@ CASES = [
             "aws_exec": ["ip-10-0-0-116.eu-west-1.compute.internal",
                          "ip-10-0-0-166.eu-west-1.compute.internal",
                          "ip-10-0-0-52.eu-west-1.compute.internal"],
+            "aws_static": ["ip-10-0-0-116.eu-west-1.compute.internal",
+                           "ip-10-0-0-166.eu-west-1.compute.internal",
+                           "ip-10-0-0-52.eu-west-1.compute.internal"],
             "aws_hostgroup_allhosts": ["ip-10-0-0-116.eu-west-1.compute.internal",
                                        "ip-10-0-0-166.eu-west-1.compute.internal",
                                        "ip-10-0-0-52.eu-west-1.compute.internal"],
@@ -246,6 +262,7 @@ CASES = [
         "answers": {QHOST: (0, fixture("handmade_qhost_q_two_queues.xml"), b"")},
         "commands": [QHOST],
         "groups": {"c": ["node001", "node002", "vm"], "c_exec": ["node001", "node002", "vm"],
+                   "c_static": ["node001", "node002", "vm"],
                    "c_queue_all_q": ["node001", "node002", "vm"],
                    "c_queue_big_q": ["node001", "vm"], "c_state_disabled": ["node001"],
                    "c_state_error": ["vm"], "c_state_ok": ["node002"]},
@@ -261,7 +278,8 @@ CASES = [
                         (1, fixture("qconf_shgrp_allhosts_nosuch.out"),
                          fixture("qconf_shgrp_allhosts_nosuch.err"))},
         "commands": [QHOST, SHGRPL, "qconf -shgrp @allhosts -shgrp @nosuch"],
-        "groups": {"c": ["vm"], "c_exec": ["vm"], "c_hostgroup_allhosts": ["vm"],
+        "groups": {"c": ["vm"], "c_exec": ["vm"],
+                   "c_static": ["vm"], "c_hostgroup_allhosts": ["vm"],
                    "c_queue_all_q": ["vm"], "c_state_ok": ["vm"]},
         "warnings": ["host group @nosuch: not printed by qconf -shgrp"],
     },
@@ -272,6 +290,7 @@ CASES = [
         "commands": [QHOST, SSS],
         "groups": {"c": ["node001", "node002", "node003", "vm"],
                    "c_exec": ["node001", "node002", "node003"],
+                   "c_static": ["node001", "node002", "node003"],
                    "c_master": ["vm"], "c_queue_all_q": ["node001", "node002", "node003"],
                    "c_state_ok": ["node001", "node002", "node003"]},
         "hostvars": {"vm": {"sge_master": True, "sge_exec": False},
@@ -351,8 +370,14 @@ def test_local_program_lookup(tmp_path, monkeypatch):
         plugin._local_program("qconf")
 
 
+def state_absent(tmp_path):
+    """The answer of the state-reading script through ssh when there is no state file."""
+    return {"read-state %s" % (tmp_path / "state.json"): (0, b"geb-state absent\n", b"")}
+
+
 def test_ssh_argv(tmp_path):
     answers = {QHOST: (0, fixture("qhost_xml_q_vm.xml"), b""), SHGRPL: NO_GROUPS}
+    answers.update(state_absent(tmp_path))
     config = {"qmaster_host": "qmaster.example.org", "ssh_user": "sgeadmin",
               "ssh_args": ["-i", "/keys/id_ed25519"], "sge_root": "/opt/my sge",
               "sge_bin_dir": None}
@@ -367,6 +392,7 @@ def test_ssh_argv(tmp_path):
 @pytest.mark.parametrize("host", ["10.77.0.11", "::1", "fe80::1", "node001", "qmaster.example.org"])
 def test_ssh_destination_accepted(tmp_path, host):
     answers = {QHOST: (0, fixture("qhost_xml_q_vm.xml"), b""), SHGRPL: NO_GROUPS}
+    answers.update(state_absent(tmp_path))
     _inv, runner, _p = run_plugin(tmp_path, {"qmaster_host": host, "sge_bin_dir": None}, answers)
     assert runner.calls[0][0][3:5] == ["--", host]
 
@@ -449,15 +475,15 @@ ERROR_CASES = [
     },
     {
         "id": "bad-cluster-name",
-        "config": {"cluster": "my-cluster"},
+        "config": {"cluster": "my cluster"},
         "answers": {},
-        "message": ["cluster 'my-cluster' is not usable as a group name"],
+        "message": ["cluster 'my cluster' is not a cluster name"],
     },
     {
         "id": "cluster-all",
         "config": {"cluster": "all"},
         "answers": {},
-        "message": ["cluster 'all' is not usable"],
+        "message": ["cluster 'all' is not a cluster name", "not 'all' or 'ungrouped'"],
     },
     {
         "id": "hostile-qmaster-host",
@@ -671,7 +697,7 @@ sys.exit(subprocess.call(["sh", "-c", args[host_at + 1]]))
     path.write_text(yaml.safe_dump({
         "plugin": "gridengine.balancer.sge", "cluster": "r", "qmaster_host": "qmaster",
         "ssh_executable": str(ssh), "sge_bin_dir": str(bin_dir), "sge_root": root,
-        "include_master": True}))
+        "include_master": True, "state_path": str(tmp_path / "no-state.json")}))
     plugin = sge.InventoryModule()
     plugin._load_name = sge.InventoryModule.NAME
     plugin.display = MagicMock()
@@ -721,7 +747,7 @@ def test_ansible_inventory_end_to_end(tmp_path):
     bin_dir, log = _fake_sge(tmp_path)
     proc = _ansible_inventory(tmp_path, {
         "plugin": "gridengine.balancer.sge", "cluster": "mycluster", "include_master": True,
-        "sge_bin_dir": str(bin_dir),
+        "sge_bin_dir": str(bin_dir), "state_path": str(tmp_path / "no-state.json"),
         "keyed_groups": [{"key": "sge_state", "prefix": "state", "default_value": "none"}]})
     assert proc.returncode == 0, proc.stderr
     data = _plain(json.loads(proc.stdout))
@@ -738,7 +764,8 @@ def test_ansible_inventory_end_to_end(tmp_path):
 def test_ansible_inventory_qmaster_down(tmp_path):
     bin_dir, _log = _fake_sge(tmp_path)
     proc = _ansible_inventory(tmp_path, {"plugin": "gridengine.balancer.sge",
-                                         "sge_bin_dir": str(bin_dir)},
+                                         "sge_bin_dir": str(bin_dir),
+                                         "state_path": str(tmp_path / "no-state.json")},
                               env={"FAKE_SGE_DOWN": "1"})
     assert proc.returncode != 0
     text = " ".join(proc.stderr.split())
