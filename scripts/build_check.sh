@@ -13,7 +13,7 @@ echo "built and installed $(basename "$tarball") ($(du -k "$tarball" | cut -f1) 
 # what an installed user needs and nothing else: no docs images or raw run data, no development
 # files (galaxy.yml build_ignore); the README Galaxy shows is the one for an installed copy
 members=$(tar -tzf "$tarball")
-bad=$(echo "$members" | grep -E '\.(png|svg|jpe?g|gif|csv)$|(^|/)__pycache__/|^(\.ci|\.hypothesis|\.pytest_cache|\.state|\.venv|\.collections|scripts|benchmarks|extensions/molecule)/|^(requirements\.txt|pytest\.ini|ansible\.cfg|README\.md|\.ansible-lint|\.gitignore)$|^tests/(unit|integration|capture|adopt|output)/|^inventory/|^changelogs/fragments/' || true)
+bad=$(echo "$members" | grep -E '\.(png|svg|jpe?g|gif|csv)$|(^|/)__pycache__/|^(\.ci|\.hypothesis|\.pytest_cache|\.state|\.venv|\.collections|scripts|benchmarks|extensions)/|^(requirements\.txt|pytest\.ini|ansible\.cfg|README\.md|\.ansible-lint|\.gitignore)$|^tests/(unit|integration|capture|adopt|output)/|^inventory/|^changelogs/fragments/' || true)
 if [ -n "$bad" ]; then echo "$bad" | head -20; echo "the tarball carries $(echo "$bad" | wc -l) development or image files"; exit 1; fi
 for f in MANIFEST.json docs/README-collection.md CHANGELOG.md changelogs/changelog.yaml \
          meta/runtime.yml meta/execution-environment.yml meta/ee-requirements.txt bindep.txt; do
