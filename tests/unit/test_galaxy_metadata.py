@@ -22,8 +22,7 @@ NOT_COLLECTIONS = {"ansible.builtin", "gridengine.balancer", "ansible.module_uti
                    "ansible.plugins", "ansible.errors", "ansible.utils", "ansible.template",
                    "ansible.inventory", "ansible.parsing", "ansible.playbook", "ansible.vars",
                    "ansible.executor", "ansible.galaxy", "ansible.cli", "ansible.config",
-                   "ansible.constants", "ansible.release", "ansible.module_utils",
-                   "ansible._internal", "ansible.utils"}
+                   "ansible.constants", "ansible.release", "ansible._internal"}
 
 
 def _galaxy():
