@@ -620,14 +620,29 @@ def _defaults(role):
     return dict(data)
 
 
+def _plays(path):
+    """A playbook's entries, with the plays of an ``import_playbook`` in its place (each marked
+    ``imported``, with the import's ``vars`` merged into its own)."""
+    for item in _load(path):
+        target = item.get("ansible.builtin.import_playbook") or item.get("import_playbook")
+        if target and "{{" not in target:
+            for play in _plays(os.path.join(os.path.dirname(path), target)):
+                yield dict(play, imported=True, vars=dict(play.get("vars") or {}, **(item.get("vars") or {})),
+                           vars_files=[os.path.join(os.path.dirname(target), f) for f in play.get("vars_files") or []])
+        else:
+            yield item
+
+
 def _asserts(path, first_play_only=False):
-    """The ``that`` conditions of the assert tasks of a task file or of a playbook's plays."""
-    data = _load(path)
+    """The ``that`` conditions of the assert tasks of a task file or of a playbook's plays (with
+    ``first_play_only``: of the plays up to the first one with tasks that is not imported, i.e. the
+    shared checks a playbook imports first, playbooks/common/cluster_group.yml, and its own)."""
+    data = list(_plays(path)) if path.startswith("playbooks/") else _load(path)
     tasks = []
     for item in data:
         if "hosts" in item:
             tasks.extend(item.get("tasks") or [])
-            if first_play_only and tasks:
+            if first_play_only and tasks and not item.get("imported"):
                 break
         else:
             tasks.append(item)
@@ -756,11 +771,28 @@ def test_role_input_checks_refuse_hostile_values(case, var, kind):
         assert refused, "%s=%r passed the checks of %s" % (var, value, path)
 
 
+def _check_vars(path):
+    """The variables the checks of ``_asserts(path, first_play_only=True)`` see: the vars and
+    vars_files of those plays (playbooks/vars/cluster_group.yml holds the cluster check), as the
+    templates Ansible takes them for."""
+    found = {}
+    for item in _plays(path):
+        if "hosts" not in item:
+            continue
+        for name in item.get("vars_files") or []:
+            found.update(_load(os.path.normpath(os.path.join(os.path.dirname(path), name))) or {})
+        found.update(item.get("vars") or {})
+        if item.get("tasks") and not item.get("imported"):
+            break
+    return {k: trust_as_template(v) if isinstance(v, str) else v for k, v in found.items()}
+
+
 @pytest.mark.parametrize("kind", HOSTILE_IDS)
 @pytest.mark.parametrize("case", PLAYBOOK_CASES, ids=["%s-%s" % (os.path.basename(c[0]), c[2]) for c in PLAYBOOK_CASES])
 def test_playbook_input_checks_refuse_hostile_values(case, kind):
     path, base, var, accepted = case
     conditions = _asserts(path, first_play_only=True)
+    base = dict(_check_vars(path), **base)
     assert conditions and failing(conditions, dict(base)) == []
     refused = failing(conditions, dict(base, **{var: hostile(kind, "/tmp/owned")}))
     assert bool(refused) != (kind in accepted), (var, kind, refused)

@@ -30,7 +30,7 @@ from ansible_collections.gridengine.balancer.tests.unit.plugins.modules.ec2_faul
     INTERNAL, REQUEST_LIMIT, ec2_proxy, moto_required, moto_server)
 from ansible_collections.gridengine.balancer.tests.unit.plugins.modules.ec2_moto import IMAGE_ID, REGION
 from ansible_collections.gridengine.balancer.tests.unit.playbooks.test_loadbalance_faults import (
-    FIXTURES, OTHER_PROGRAMS, acted, make_qmaster, names, result)
+    FIXTURES, OTHER_PROGRAMS, acted, balancer_plays, make_qmaster, names, result)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
@@ -126,7 +126,7 @@ def run_poll(tmp_path, proxy, subnet, check=False, **extra):
         raise AssertionError("ansible-playbook printed no JSON (rc %d):\n%s\n%s"
                              % (proc.returncode, proc.stdout[-3000:], proc.stderr[-3000:]))
     tasks = []
-    for task in out["plays"][0]["tasks"]:
+    for task in balancer_plays(out)[0]["tasks"]:
         for host, res in task["hosts"].items():  # delegated tasks report under the play's host
             tasks.append((task["task"]["name"].split(" : ")[-1], res if host == "vm" else dict(res, host=host)))
     calls = (tmp_path / "calls.log").read_text().splitlines() if (tmp_path / "calls.log").exists() else []
@@ -221,7 +221,7 @@ def test_growth_while_run_instances_is_throttled(tmp_path, ec2_proxy):
     assert rc == 0, proc.stderr[-2000:]
     plan = result(tasks, "Decide what to add and remove")["plan"]
     assert plan["add"] == 0 and plan["summary"].startswith("hold: launches back off for "), plan["summary"]
-    assert "would add no node" in result(tasks, "Show what check mode would do")["msg"]
+    assert "check mode: would add no node" in result(tasks, "Show what check mode would do")["msg"]  # a line
     assert {name: (qmaster / name).read_bytes() for name in written} == written
     assert ec2_calls(ec2_proxy) == [("DescribeInstances", "forwarded")]
 
@@ -240,7 +240,8 @@ def test_growth_while_run_instances_is_throttled(tmp_path, ec2_proxy):
     assert any(i["reason"].startswith("no longer booting: 1 node requested ") and
                i["reason"].endswith(", whose launch failed (throttling on node003: RequestLimitExceeded)")
                for i in plan["items"]), plan["items"]
-    assert "hold: launches back off for " in result(tasks, "Show the plan and the reason for each item")["msg"]
+    shown = result(tasks, "Show the plan and the reason for each item")["msg"]  # one line per item
+    assert shown[0].startswith("%s: hold: launches back off for " % CLUSTER), shown
     assert result(tasks, "Add nodes").get("skipped") is True
     assert ec2_calls(ec2_proxy) == [("DescribeInstances", "forwarded")]
     assert json.loads((qmaster / "journal.json").read_text())["operations"] == []

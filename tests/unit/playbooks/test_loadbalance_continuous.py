@@ -15,13 +15,13 @@ from __future__ import annotations
 import os
 
 from ansible_collections.gridengine.balancer.tests.unit.playbooks.test_loadbalance_faults import (
-    FIXTURES, make_qmaster, run_playbook)
+    FIXTURES, balancer_plays, make_qmaster, run_playbook)
 
 
 def run_continuous(tmp_path, polls):
     proc, out = run_playbook(tmp_path, max_nodes=1, interval=1, continuous=True, max_polls=polls, segment_polls=2)
     # (play index, task name, result on vm) for every task that ran on the master
-    ran = [(index, task["task"]["name"], task["hosts"]["vm"]) for index, play in enumerate(out["plays"])
+    ran = [(index, task["task"]["name"], task["hosts"]["vm"]) for index, play in enumerate(balancer_plays(out))
            for task in play["tasks"] if "vm" in task["hosts"]]
     return proc, ran
 

@@ -31,7 +31,7 @@ import sys
 import time
 
 from ansible_collections.gridengine.balancer.tests.unit.playbooks.test_loadbalance_faults import (
-    OTHER_PROGRAMS, make_qmaster)
+    OTHER_PROGRAMS, balancer_plays, make_qmaster)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
@@ -122,7 +122,7 @@ def run_poll(tmp_path, **extra):
     except ValueError:  # pragma: no cover - shown when the play itself broke
         raise AssertionError("ansible-playbook printed no JSON (rc %d):\n%s\n%s"
                              % (proc.returncode, proc.stdout[-3000:], proc.stderr[-3000:]))
-    tasks = [(t["task"]["name"].split(" : ")[-1], t["hosts"].get("vm", {})) for t in out["plays"][0]["tasks"]]
+    tasks = [(t["task"]["name"].split(" : ")[-1], t["hosts"].get("vm", {})) for t in balancer_plays(out)[0]["tasks"]]
     calls = calls_log.read_text().splitlines() if calls_log.exists() else []
     return proc.returncode, tasks, calls, proc
 
@@ -205,7 +205,8 @@ def test_a_leave_that_keeps_failing_is_parked_and_the_polls_go_on(tmp_path):
     assert rc == 0, proc.stderr[-3000:]
     assert leaves(tasks) == ["node002"]  # node005's leave is neither replayed nor started again
     assert ran(tasks, "Decide what to add and remove")
-    warning = " ".join(item["msg"] for res in ran(tasks, WARN_TASK) for item in res["results"])
+    # one line per item of the message (a list: readable under the default callback)
+    warning = " ".join(line for res in ran(tasks, WARN_TASK) for item in res["results"] for line in item["msg"])
     assert ("ansible faketest_master -m gridengine.balancer.balancer_journal -a 'cluster=faketest node=node005 "
             "state=absent path=%s'" % (tmp_path / "qmaster" / "journal.json")) in warning, warning
     assert "qselect" in warning  # the last error
