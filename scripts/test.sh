@@ -7,6 +7,8 @@
 #      (production profile), and the built collection tarball (installs, its modules run from it)
 #   3. integration tests on a real local Grid Engine cluster that this script brings up
 #      (qmaster on this machine + namespace nodes), then the molecule scenarios, torn down at the end
+#   4. the adopt test: a cluster made with plain Grid Engine commands (tests/adopt/site_cluster.sh),
+#      balanced by the collection installed from its tarball, with a user's inventory only
 #
 # With integration, the checks of step 2 run beside the integration tests (their output goes to
 # .state/checks.log and is printed at the end): the integration tests spend most of their time
@@ -80,6 +82,12 @@ if [ $rc = 0 ]; then
 fi
 step "integration: tear the local cluster down"
 ansible-playbook playbooks/local_cluster.yml -e cluster=mycluster -e local_cluster_state=absent || rc=$?
+if [ $rc = 0 ]; then
+  # a cluster built with plain Grid Engine commands (its own cell, on the standard ports, so after
+  # the teardown), adopted from the built tarball with a user's inventory only (docs/adopt.md)
+  step "adopt: a cluster the collection did not build (tests/adopt)"
+  GEB_REQUIRE_CLUSTER=1 pytest tests/adopt -q -m adopt -s || rc=$?
+fi
 
 step "waiting for the checks"
 checks_rc=0

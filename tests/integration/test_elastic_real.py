@@ -164,6 +164,9 @@ def _site_inventory(tmp_path, static):
     return inv
 
 
+# Slow tier since the adopt test (tests/adopt, in CI after the integration tests) walks the same
+# path on a cluster built by plain Grid Engine commands, from the tarball, with parallel jobs too.
+@pytest.mark.slow
 def test_grow_under_burst_then_shrink_when_idle(cluster_nodes, tmp_path):  # noqa: F811
     """The cluster grows for a burst and shrinks when idle; the exec host the balancer did not
     launch (node002, hidden from the provider's registry: docs/elastic.md#hosts-the-balancer-owns)
