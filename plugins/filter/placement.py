@@ -9,6 +9,9 @@
 - ``placement_next_hosts``: the hosts for the next N jobs (for ``qsub -q queue@host`` or the
   ``host`` option of ``gridengine.balancer.sge_submit``), by the deterministic smooth weighted
   round robin of ``plugins/plugin_utils/policy/placement.py``.
+- ``placement_decisions``: the same hosts and, when ``log_level`` is ``debug`` or ``trace``, the
+  load balancer's log lines of those decisions in CloverDX's format, for a play to show
+  (``ansible.builtin.debug`` with ``verbosity``).
 
 The documentation of each filter is in the ``<filter name>.yml`` file beside this one.
 """
@@ -123,6 +126,16 @@ def placement_next_hosts(data, count=1, offset=0):
         raise AnsibleFilterError("placement_next_hosts: %s" % exc)
 
 
+def placement_decisions(data, count=1, offset=0, log_level="none"):
+    """``{"hosts": [...], "log": [...]}``: the hosts for the next ``count`` jobs and the log lines."""
+    if log_level is None:
+        log_level = "none"
+    try:
+        return placement.decide(data, count, offset=offset, log_level=log_level)
+    except placement.PlacementError as exc:
+        raise AnsibleFilterError("placement_decisions: %s" % exc)
+
+
 class FilterModule(object):
     """Weighted job placement filters of gridengine.balancer."""
 
@@ -130,4 +143,5 @@ class FilterModule(object):
         return {
             "placement_distribution": placement_distribution,
             "placement_next_hosts": placement_next_hosts,
+            "placement_decisions": placement_decisions,
         }

@@ -31,11 +31,19 @@ Two steps, as in the seed (CloverDX "Jobs Load Balancing Properties", seed 001):
    cannot (Tijdeman's chairman assignment theorem guarantees a sequence within the bound exists,
    and earliest deadline first finds one whenever one exists).
 
-Every decision is logged at debug level on the logger ``gridengine.balancer.placement`` in the
-seed's format, one line per decision::
+Every decision is logged in the seed's format (CloverDX's ``LoadBalancerLogger``): at level
+TRACE (:data:`TRACE`, 5) the nodes considered, at DEBUG the choice with every node's probability::
 
-    NodeId {node3} selected for execution, from nodes: NodeProbability#node2 { execProbability:
-    0.340, freeMemRatio: 0.795, freeCpuRatio: 0.999 } Jobs#node2 { running: 24, recent: 10 }, ...
+    Selecting one node for execution, excluded nodes are: [], viable nodes are: [node2, node3, node1]
+    NodeId {node3} selected for execution, from nodes:
+    NodeProbability#node2 { execProbability: 0.340, freeMemRatio: 0.795, freeCpuRatio: 0.999 } Jobs#node2 { running: 24, recent: 10 }
+    NodeProbability#node3 { execProbability: 0.253, freeMemRatio: 0.527, freeCpuRatio: 0.999 } Jobs#node3 { running: 15, recent: 8 } *
+    NodeProbability#node1 { execProbability: 0.406, freeMemRatio: 1.000, freeCpuRatio: 1.000 } Jobs#node1 { running: 26, recent: 12 }
+
+The records go to the Python logger ``gridengine.balancer.placement`` when that level is enabled
+on it, and to ``Dispatcher.log_lines`` (one string per line, each record's first line prefixed by
+its level, ``TRACE`` or ``DEBUG``) when the dispatcher is built with ``log_level`` ``"debug"`` or
+``"trace"``: that list is what the filter ``placement_decisions`` hands back to a play.
 
 No clock, no I/O besides that logger, no Ansible import.
 """
@@ -49,6 +57,11 @@ from fractions import Fraction
 
 LOGGER_NAME = "gridengine.balancer.placement"
 log = logging.getLogger(LOGGER_NAME)
+# log4j's TRACE, below Python's DEBUG (10); the seed's "Selecting one node ..." records
+TRACE = 5
+logging.addLevelName(TRACE, "TRACE")
+# log_level of a Dispatcher -> the lowest level it collects into log_lines (None: none)
+LOG_LEVELS = {"none": None, "debug": logging.DEBUG, "trace": TRACE}
 
 # The seed's property -> our option name and default (Table 42.4).
 #   cluster.lb.memory.weight 3, .memory.exponent 3, .memory.limit 0.9,
@@ -294,17 +307,23 @@ class Dispatcher(object):
     After ``n`` jobs, every node has ``count`` jobs with ``|count - n * share| <= 1``.
     """
 
-    def __init__(self, placement, offset=0, logger=None):
+    def __init__(self, placement, offset=0, logger=None, log_level=None):
         shares, details = _shares_of(placement)
         if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
             raise PlacementError("offset: must be an integer >= 0, got %r" % (offset,))
+        if log_level is not None and (not isinstance(log_level, str) or log_level not in LOG_LEVELS):
+            raise PlacementError("log_level: must be one of %s, got %r" % (", ".join(LOG_LEVELS), log_level))
         self.nodes = list(shares)
         self.weights, self.total = exact_weights(shares)
         self.details = details
         self.counts = dict.fromkeys(self.nodes, 0)
         self.sent = 0
         self.log = logger if logger is not None else log
+        self.log_level = LOG_LEVELS.get(log_level) if log_level is not None else None
+        self.log_lines = []
         self._candidates = [n for n in self.nodes if self.weights[n] > 0]
+        self.viable = list(self._candidates)
+        self.excluded = _excluded_nodes(placement, details, self.nodes, self._candidates)
         for _i in range(offset):
             self._pick()
 
@@ -334,12 +353,27 @@ class Dispatcher(object):
         self.sent = step
         return best
 
+    def _wants(self, level):
+        """``(to the logger, into log_lines)`` for a record at ``level``."""
+        return (self.log.isEnabledFor(level),
+                self.log_level is not None and level >= self.log_level)
+
+    def _emit(self, level, lines):
+        to_logger, to_lines = self._wants(level)
+        if to_logger:
+            self.log.log(level, "%s", "\n".join(lines))
+        if to_lines:
+            self.log_lines.append("%s %s" % (logging.getLevelName(level), lines[0]))
+            self.log_lines.extend(lines[1:])
+
     def next(self):
-        """The node for the next job (and one debug log line for the decision)."""
-        before = dict(self.counts) if self.log.isEnabledFor(logging.DEBUG) else None
+        """The node for the next job (and the seed's TRACE and DEBUG records for the decision)."""
+        if any(self._wants(TRACE)):
+            self._emit(TRACE, [self.selecting_line()])
+        before = dict(self.counts) if any(self._wants(logging.DEBUG)) else None
         chosen = self._pick()
         if before is not None:
-            self.log.debug("%s", self.decision_line(chosen, before))
+            self._emit(logging.DEBUG, self.decision_lines(chosen, before))
         return chosen
 
     def take(self, count):
@@ -348,22 +382,51 @@ class Dispatcher(object):
             raise PlacementError("count: must be an integer >= 0, got %r" % (count,))
         return [self.next() for _i in range(count)]
 
-    def decision_line(self, chosen, recent):
-        """The seed's debug line for a decision; ``recent`` is the counts before it."""
-        parts = []
+    def selecting_line(self):
+        """The seed's TRACE line: the nodes left out and the nodes that may get the job."""
+        return ("Selecting one node for execution, excluded nodes are: [%s], viable nodes are: [%s]"
+                % (", ".join(self.excluded), ", ".join(self.viable)))
+
+    def decision_lines(self, chosen, recent):
+        """The seed's DEBUG record for a decision, as its lines; ``recent`` is the counts before it."""
+        lines = ["NodeId {%s} selected for execution, from nodes:" % chosen]
         for name in self.nodes:
             info = self.details.get(name) or {}
             probability = info.get("probability")
             if probability is None:
                 probability = float(self.share(name))
-            parts.append(
+            lines.append(
                 "NodeProbability#%s { execProbability: %s, freeMemRatio: %s, freeCpuRatio: %s } "
                 "Jobs#%s { running: %s, recent: %d }%s"
                 % (name, _fmt(probability), _fmt(info.get("free_mem_ratio")),
                    _fmt(info.get("free_cpu_ratio")), name,
                    "-" if info.get("running") is None else info["running"], recent[name],
                    " *" if name == chosen else ""))
-        return "NodeId {%s} selected for execution, from nodes: %s" % (chosen, ", ".join(parts))
+        return lines
+
+    def decision_line(self, chosen, recent):
+        """The seed's DEBUG record as one string (its lines joined by newlines)."""
+        return "\n".join(self.decision_lines(chosen, recent))
+
+
+def _excluded_nodes(placement, details, nodes, candidates):
+    """Nodes that cannot get a job, in input order: left out by a limit (in ``details``), skipped
+    by the caller (a ``skipped`` mapping beside the distribution), or given a share of 0."""
+    out = [n for n in details if n not in candidates]
+    skipped = placement.get("skipped") if isinstance(placement, Mapping) and "distribution" in placement else None
+    if isinstance(skipped, Mapping):
+        out.extend(n for n in skipped if n not in out)
+    out.extend(n for n in nodes if n not in candidates and n not in out)
+    return [str(n) for n in out]
+
+
+def decide(placement, count, offset=0, log_level=None, logger=None):
+    """``{"hosts": [...], "log": [...]}``: the nodes for ``count`` jobs after ``offset`` already
+    sent in this interval, and the seed's log lines of those decisions at ``log_level`` (``"none"``
+    or None: no lines, ``"debug"``: the DEBUG records, ``"trace"``: TRACE and DEBUG)."""
+    disp = Dispatcher(placement, offset=offset, logger=logger, log_level=log_level)
+    hosts = disp.take(count)
+    return {"hosts": hosts, "log": disp.log_lines}
 
 
 def dispatch(placement, count, offset=0, logger=None):

@@ -43,7 +43,8 @@ def seed_snapshot():
 
 
 def test_filters_registered():
-    assert set(FilterModule().filters()) == {"placement_distribution", "placement_next_hosts"}
+    assert set(FilterModule().filters()) == {"placement_distribution", "placement_next_hosts",
+                                             "placement_decisions"}
 
 
 def test_seed_example_from_a_snapshot():

@@ -270,13 +270,14 @@ def test_debug_log_line_per_decision_in_seed_format(caplog):
     records = [r for r in caplog.records if r.name == placement.LOGGER_NAME]
     assert len(records) == 3 and all(r.levelno == logging.DEBUG for r in records)
     first = records[0].getMessage()
-    assert "\n" not in first
-    assert first.startswith("NodeId {%s} selected for execution, from nodes: " % hosts[0])
+    lines = first.split("\n")
+    # the seed's record: the choice, then one line per node in the distribution's order
+    assert lines[0] == "NodeId {%s} selected for execution, from nodes:" % hosts[0]
     p2 = result["distribution"]["node2"]
-    assert ("NodeProbability#node2 { execProbability: %.3f, freeMemRatio: 0.795, freeCpuRatio: 0.999 } "
-            "Jobs#node2 { running: 24, recent: 0 }" % p2) in first
-    assert "NodeProbability#node1 { execProbability: %.3f, freeMemRatio: 1.000, freeCpuRatio: 1.000 } " \
-           "Jobs#node1 { running: 26, recent: 0 } *" % result["distribution"]["node1"] in first
+    assert lines[1] == ("NodeProbability#node2 { execProbability: %.3f, freeMemRatio: 0.795, freeCpuRatio: 0.999 } "
+                        "Jobs#node2 { running: 24, recent: 0 }" % p2)
+    assert lines[3] == ("NodeProbability#node1 { execProbability: %.3f, freeMemRatio: 1.000, freeCpuRatio: 1.000 } "
+                        "Jobs#node1 { running: 26, recent: 0 } *" % result["distribution"]["node1"])
     assert hosts[0] == "node1"
     # "recent" counts the jobs sent in this interval before the decision
     assert "Jobs#node1 { running: 26, recent: 1 }" in records[1].getMessage()
@@ -291,7 +292,8 @@ def test_no_log_work_when_debug_is_off(caplog):
 def test_log_line_for_plain_shares():
     disp = Dispatcher({"a": 0.25, "b": 0.75})
     line = disp.decision_line("b", {"a": 0, "b": 0})
-    assert line == ("NodeId {b} selected for execution, from nodes: NodeProbability#a { execProbability: "
-                    "0.250, freeMemRatio: -, freeCpuRatio: - } Jobs#a { running: -, recent: 0 }, "
+    assert line == ("NodeId {b} selected for execution, from nodes:\n"
+                    "NodeProbability#a { execProbability: 0.250, freeMemRatio: -, freeCpuRatio: - } "
+                    "Jobs#a { running: -, recent: 0 }\n"
                     "NodeProbability#b { execProbability: 0.750, freeMemRatio: -, freeCpuRatio: - } "
                     "Jobs#b { running: -, recent: 0 } *")
