@@ -154,11 +154,14 @@ def test_join_run_drain_terminate(ec2):
     _nothing_left(server)
 
 
+# One code of each class in the core tier (capacity, spot, limit, throttling); VcpuLimitExceeded is
+# classified as InstanceLimitExceeded is (unit tests: tests/unit/plugins/module_utils/test_ec2_nodes.py)
+# and runs in the slow tier.
 @pytest.mark.parametrize('code, status', [
     ('InsufficientInstanceCapacity', 500),
     ('SpotMaxPriceTooLow', 400),
     ('InstanceLimitExceeded', 400),
-    ('VcpuLimitExceeded', 400),
+    pytest.param('VcpuLimitExceeded', 400, marks=pytest.mark.slow),
     ('RequestLimitExceeded', 503),
 ])
 def test_capacity_errors_leave_nothing_and_back_off(ec2, code, status):
