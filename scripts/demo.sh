@@ -56,8 +56,10 @@ max_hosts=$start_hosts back=0
 while [ "$(date +%s)" -lt $deadline ]; do
   out=$(ansible-playbook playbooks/loadbalance.yml "${OPTS[@]}" 2>&1) || { echo "$out"; exit 1; }
   printf '[%4ss] ' "$(( $(date +%s) - T0 ))"
-  echo "$out" | grep -E '^\s+(mycluster:|- (add|remove)|(join|leave) node)' | sed 's/^ *//' | paste -sd'\n' - \
-    | sed '2,$s/^/        /'
+  # the plan's lines ("    - 'mycluster: ...'") and each node's outcome ("    msg: 'join node002: ...'");
+  # a poll that prints none of them prints an empty line, it does not stop the demo
+  { echo "$out" | sed -nE "s/^[[:space:]]+(- |msg: )'?((mycluster:|- (add|remove)|(join|leave) node).*)\$/\2/p" \
+      | sed -E "s/'\$//" | paste -sd'\n' - | sed '2,$s/^/        /'; } || true
   waiting=$(qstat -u '*' | awk 'NR>2' | wc -l)
   hosts=$(qconf -sel | wc -l)
   [ "$hosts" -gt "$max_hosts" ] && max_hosts=$hosts
