@@ -152,9 +152,15 @@ down() {
     for _ in $(seq 50); do qmaster_up || break; sleep 0.2; done
   fi
   ansible_local -m gridengine.balancer.local_node -a "name=$STATIC state=absent" >/dev/null || true
-  local tmp; tmp=$(mktemp)
-  grep -vxF "$STATIC_ADDRESS $STATIC  $HOSTS_MARK" /etc/hosts > "$tmp" || true
-  cat "$tmp" > /etc/hosts; rm -f "$tmp"
+  # the static host's line out of /etc/hosts: a whole new file renamed over it, never a half-written one
+  local line="$STATIC_ADDRESS $STATIC  $HOSTS_MARK" tmp rc=0
+  if grep -qxF "$line" /etc/hosts; then
+    tmp=$(mktemp /etc/.hosts.site_cluster.XXXXXX)
+    grep -vxF "$line" /etc/hosts > "$tmp" || rc=$?
+    [ "$rc" -le 1 ] || { rm -f "$tmp"; die "could not read /etc/hosts (grep rc $rc); it is unchanged"; }
+    chmod 0644 "$tmp"
+    mv -f "$tmp" /etc/hosts
+  fi
   rm -rf "${SPOOL:?}" "${SGE_ROOT:?}/${SGE_CELL:?}" "/var/spool/gridengine/execd/$STATIC"
   log "cell $SGE_CELL and $STATIC removed"
 }
