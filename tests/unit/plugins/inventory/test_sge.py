@@ -122,12 +122,20 @@ def run_plugin(tmp_path, config, answers, cache=False, name="cluster.sge.yml"):
     # for in the test's own directory (absent unless a test writes it), never in /var/lib.
     config.setdefault("include_master", False)
     config.setdefault("state_path", str(tmp_path / "state.json"))
+    return parse_config(path, config, answers, cache=cache)
+
+
+def parse_config(path, config, answers, resolver=None, cache=False):
+    """Write ``config`` to ``path`` and parse it with the plugin, Grid Engine's answers from
+    ``answers`` (and host names from ``resolver`` when given); (inventory, runner, plugin)."""
     path.write_text(yaml.safe_dump(config))
     plugin = sge.InventoryModule()
     plugin._load_name = sge.InventoryModule.NAME
     plugin.display = MagicMock()
     runner = FakeRunner(answers)
     plugin._runner = runner
+    if resolver is not None:
+        plugin._resolver = resolver
     inventory = InventoryData()
     plugin.parse(inventory, DataLoader(), str(path), cache=cache)
     try:  # what InventoryManager does after parse()

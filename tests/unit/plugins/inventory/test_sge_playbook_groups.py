@@ -32,8 +32,8 @@ from ansible.parsing.dataloader import DataLoader
 
 from ansible_collections.gridengine.balancer.plugins.inventory import sge
 from ansible_collections.gridengine.balancer.tests.unit.plugins.inventory.test_sge import (
-    FIX, NO_GROUPS, QHOST, REPO, SHGRP_ALL, SHGRPL, SSS, FakeRunner, _ansible_inventory, _fake_sge,
-    _plain, _script, fixture, groups_of, hostvars, warnings_of)
+    FIX, NO_GROUPS, QHOST, REPO, SHGRP_ALL, SHGRPL, SSS, _ansible_inventory, _fake_sge,
+    _plain, _script, fixture, groups_of, hostvars, parse_config, warnings_of)
 
 STATE_FIXTURE = "state_mycluster_node002_launched.json"
 THREE = {QHOST: (0, fixture("qhost_xml_q_3hosts.xml"), b""),
@@ -89,21 +89,8 @@ def run(tmp_path, config, answers, resolver=None, state=True, cache=False):
         config.setdefault("sge_bin_dir", "/opt/sge/bin/lx-amd64")
     if state:
         config.setdefault("state_path", str(tmp_path / "state.json"))
-    path = tmp_path / "cluster.sge.yml"
-    path.write_text(yaml.safe_dump(config))
-    plugin = sge.InventoryModule()
-    plugin._load_name = sge.InventoryModule.NAME
-    plugin.display = MagicMock()
-    runner = FakeRunner(answers)
-    plugin._runner = runner
-    plugin._resolver = resolver or FakeResolver({})
-    inventory = InventoryData()
-    plugin.parse(inventory, DataLoader(), str(path), cache=cache)
-    try:
-        plugin.update_cache_if_changed()
-    except AttributeError:
-        pass
-    return inventory, runner, plugin
+    return parse_config(tmp_path / "cluster.sge.yml", config, answers,
+                        resolver=resolver or FakeResolver({}), cache=cache)
 
 
 # --------------------------------------------------------------------------- the playbooks' groups
