@@ -15,7 +15,8 @@ log() { printf '[setup] %s\n' "$*"; }
 # 1. Debian packages. gridengine-* are configured by the sge_master role (debconf preseeds), so
 #    they are installed here without starting anything.
 PKGS=(openssh-server openssh-client iproute2 util-linux procps nfs-kernel-server nfs-common
-      psmisc rsync shellcheck gridengine-master gridengine-exec gridengine-client python3-venv)
+      psmisc rsync shellcheck gridengine-master gridengine-exec gridengine-client python3-venv
+      nfs-ganesha nfs-ganesha-vfs libnfs-utils)
 missing=()
 for p in "${PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
