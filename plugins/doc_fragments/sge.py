@@ -7,7 +7,10 @@ __metaclass__ = type
 
 
 class ModuleDocFragment(object):
-    """Options every Grid Engine module shares: which installation, cell and qmaster to talk to."""
+    """What every Grid Engine module shares: which installation, cell and qmaster to talk to
+    (the argument spec is ``sge_argument_spec`` in ``plugins/module_utils/sge_cmd.py``), the
+    action group ``gridengine.balancer.sge`` of ``meta/runtime.yml``, and the wording of the
+    check and diff mode attributes (each module states its own ``support``)."""
 
     DOCUMENTATION = r"""
 options:
@@ -30,4 +33,14 @@ options:
       - When not set, the value from C($SGE_ROOT/$SGE_CELL/common/settings.sh) is used, else
         Grid Engine's own default.
     type: int
+attributes:
+  action_group:
+    description: Use C(group/gridengine.balancer.sge) in C(module_defaults) to set defaults for this module.
+    support: full
+    membership:
+      - gridengine.balancer.sge
+  check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
 """

@@ -32,10 +32,10 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import
     SgeCommandError,
     describe,
     find_command,
-    location_error,
     read_settings,
     sge_arch,
     sge_environment,
+    sge_options_error,
 )
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_xml import (
     SgeParseError,
@@ -448,15 +448,6 @@ def _message(out, err):
     return "; ".join(lines) if lines else "(no output)"
 
 
-def sge_argument_spec():
-    """Options common to the admin modules."""
-    return dict(
-        sge_root=dict(type="path", default=DEFAULT_SGE_ROOT),
-        sge_cell=dict(type="str", default=DEFAULT_SGE_CELL),
-        sge_qmaster_port=dict(type="int"),
-    )
-
-
 class CommandFailed(SgeAdminError):
     """A command exited non-zero; ``output`` holds its stderr and stdout lines."""
 
@@ -473,12 +464,9 @@ class SgeAdmin(object):
         self.module = module
         self.root = sge_root or DEFAULT_SGE_ROOT
         self.cell = sge_cell or DEFAULT_SGE_CELL
-        msg = location_error(self.root, self.cell)
+        msg = sge_options_error(self.root, self.cell, qmaster_port)
         if msg:
             raise SgeAdminError(msg)
-        if qmaster_port is not None and not 0 < qmaster_port < 65536:
-            raise SgeAdminError("sge_qmaster_port must be between 1 and 65535, got %s"
-                                % qmaster_port)
         settings = read_settings(self.root, self.cell)
         self.env = sge_environment(self.root, self.cell, qmaster_port, settings)
         self.arch = sge_arch(self.root, settings)

@@ -71,6 +71,34 @@ def location_error(sge_root, sge_cell):
     return None
 
 
+def sge_argument_spec():
+    """The options every Grid Engine module shares, written once: which installation, cell and
+    qmaster it talks to.
+
+    Their documentation is the doc fragment ``gridengine.balancer.sge``
+    (``plugins/doc_fragments/sge.py``), and ``meta/runtime.yml`` lists every module that uses
+    them in the action group ``sge``, so a play sets them once with ``module_defaults:
+    group/gridengine.balancer.sge``. A module adds them to its own spec:
+    ``argument_spec.update(sge_argument_spec())``; ``sge_options_error`` checks their values.
+    """
+    return dict(
+        sge_root=dict(type="path", default=DEFAULT_SGE_ROOT),
+        sge_cell=dict(type="str", default=DEFAULT_SGE_CELL),
+        sge_qmaster_port=dict(type="int"),
+    )
+
+
+def sge_options_error(sge_root, sge_cell, sge_qmaster_port):
+    """Message naming the shared option (``sge_argument_spec``) whose value cannot be used, else
+    None: ``location_error`` for the root and cell, and a port outside 1-65535."""
+    msg = location_error(sge_root, sge_cell)
+    if msg:
+        return msg
+    if sge_qmaster_port is not None and not 0 < sge_qmaster_port < 65536:
+        return "sge_qmaster_port must be between 1 and 65535, got %s" % sge_qmaster_port
+    return None
+
+
 def read_settings(sge_root, sge_cell):
     """Literal ``SGE_*`` assignments of ``$SGE_ROOT/$SGE_CELL/common/settings.sh``.
 

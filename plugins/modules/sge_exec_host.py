@@ -108,10 +108,8 @@ notes:
     in check mode as well.
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
 seealso:
   - module: gridengine.balancer.sge_hostgroup
@@ -218,12 +216,12 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin impo
     parse_pairs,
     same_host,
     same_value,
-    sge_argument_spec,
     split_list,
     split_value,
     to_sge_value,
     value_error,
 )
+from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import sge_argument_spec
 
 
 # complex names as complex(5) and qsub -l take them (sge_submit.RESOURCE_NAME_RE)

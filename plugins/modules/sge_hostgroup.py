@@ -72,10 +72,8 @@ notes:
     change although Grid Engine would find it already there.
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
 seealso:
   - module: gridengine.balancer.sge_queue
@@ -142,10 +140,10 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin impo
     SgeAdminError,
     check_names,
     find_member,
-    sge_argument_spec,
     split_list,
     split_value,
 )
+from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import sge_argument_spec
 
 
 def _object_text(name, members):

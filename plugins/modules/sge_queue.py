@@ -83,10 +83,8 @@ notes:
     C(initial_state).
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
 seealso:
   - module: gridengine.balancer.sge_hostgroup
@@ -173,10 +171,10 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin impo
     render_text,
     same_host,
     same_value,
-    sge_argument_spec,
     to_sge_value,
     value_error,
 )
+from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import sge_argument_spec
 
 INSTANCE_READS = 3
 

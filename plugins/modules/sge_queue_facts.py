@@ -70,10 +70,8 @@ notes:
     snapshot that says C(complete) is anything else, and one that is missing.
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
   facts:
     description: Action returns an C(ansible_facts) dictionary that will update existing host facts.
@@ -356,7 +354,6 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import (
     SgeCommandError,
     find_command,
-    location_error,
     qacct_argv,
     qhost_argv,
     qstat_argv,
@@ -364,7 +361,9 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import
     run_qacct,
     run_sge,
     sge_arch,
+    sge_argument_spec,
     sge_environment,
+    sge_options_error,
 )
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_xml import (
     SgeParseError,
@@ -419,23 +418,17 @@ def _parse(parser, what, *args, **kwargs):
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            sge_root=dict(type="path", default="/var/lib/gridengine"),
-            sge_cell=dict(type="str", default="default"),
-            sge_qmaster_port=dict(type="int"),
-            lookback_window=dict(type="int"),
-            queues=dict(type="list", elements="str"),
-            command_timeout=dict(type="int", default=120),
-        ),
-        supports_check_mode=True,
+    argument_spec = dict(
+        lookback_window=dict(type="int"),
+        queues=dict(type="list", elements="str"),
+        command_timeout=dict(type="int", default=120),
     )
-    msg = location_error(module.params["sge_root"], module.params["sge_cell"])
+    argument_spec.update(sge_argument_spec())
+    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    msg = sge_options_error(module.params["sge_root"], module.params["sge_cell"],
+                            module.params["sge_qmaster_port"])
     if msg:
         module.fail_json(msg=msg)
-    port = module.params["sge_qmaster_port"]
-    if port is not None and not 0 < port < 65536:
-        module.fail_json(msg="sge_qmaster_port must be between 1 and 65535, got %s" % port)
     if module.params["command_timeout"] < 0:
         module.fail_json(msg="command_timeout must be a number of seconds >= 0 (0: no limit), got %s"
                          % module.params["command_timeout"])

@@ -69,10 +69,8 @@ notes:
     match no rule and are not limited by this set.
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
 seealso:
   - module: gridengine.balancer.sge_queue_facts
@@ -122,8 +120,8 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin impo
     SgeAdmin,
     SgeAdminError,
     check_names,
-    sge_argument_spec,
 )
+from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import sge_argument_spec
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_rqs import (
     MISSING,
     RqsError,

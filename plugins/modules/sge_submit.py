@@ -86,10 +86,8 @@ notes:
     the argument list.
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
 seealso:
   - name: Grid Engine qsub(1)
@@ -164,9 +162,8 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin import (
     SgeAdmin,
     SgeAdminError,
-    sge_argument_spec,
 )
-from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import describe
+from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import describe, sge_argument_spec
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_submit import (
     SubmitError,
     parse_terse,
