@@ -15,7 +15,7 @@ description:
     or a hard host name request (C(-l hostname=node001), also written C(-l h=node001)).
   - When the task's live copy moved from O(source) to O(target), the module reads the jobs
     (C(qstat -u '*' -f -r -xml)) and re-points each pending job of that task pinned to O(source)
-    with C(qalter): C(-q) with the job's whole hard queue list, each C(<queue>@<source>) as
+    with C(qalter) - C(-q) with the job's whole hard queue list, each C(<queue>@<source>) as
     C(<queue>@<target>); C(-l) with the job's whole hard resource list, the host name set to
     O(target) and every other request kept. Soft requests are not touched.
   - Used by the role C(gridengine.balancer.task_rebalance) when a move finishes, also when it
@@ -30,6 +30,7 @@ author:
   - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - gridengine.balancer.sge
 attributes:
   check_mode:
     support: full
@@ -64,17 +65,6 @@ options:
     type: list
     elements: str
     default: []
-  sge_root:
-    description: Grid Engine installation directory (E(SGE_ROOT)), an absolute path.
-    type: path
-    default: /var/lib/gridengine
-  sge_cell:
-    description: Grid Engine cell (E(SGE_CELL)), one directory name under O(sge_root).
-    type: str
-    default: default
-  sge_qmaster_port:
-    description: TCP port of the qmaster (E(SGE_QMASTER_PORT)); not set - the cell's C(settings.sh), else Grid Engine's default.
-    type: int
   command_timeout:
     description: Seconds each C(qstat) or C(qalter) may run (0 - no limit).
     type: int
@@ -145,7 +135,8 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import (
     SgeCommandError,
     find_command,
-    location_error,
+    sge_argument_spec,
+    sge_options_error,
     qstat_argv,
     read_settings,
     run_sge,
@@ -168,7 +159,7 @@ def _check(module):
             module.fail_json(msg="%s: %r is not a host name (RFC 1123)" % (key, params[key]))
     if "\n" in params["job_name_prefix"] or "@" in params["job_name_prefix"]:
         module.fail_json(msg="job_name_prefix: %r may hold no newline and no '@'" % params["job_name_prefix"])
-    msg = location_error(params["sge_root"], params["sge_cell"])
+    msg = sge_options_error(params["sge_root"], params["sge_cell"], params["sge_qmaster_port"])
     if msg:
         module.fail_json(msg=msg)
     if params["command_timeout"] < 0:
@@ -176,21 +167,17 @@ def _check(module):
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            job=dict(type="str", required=True),
-            task=dict(type="str", required=True),
-            source=dict(type="str", required=True),
-            target=dict(type="str", required=True),
-            job_name_prefix=dict(type="str", default="task."),
-            owners=dict(type="list", elements="str", default=[]),
-            sge_root=dict(type="path", default="/var/lib/gridengine"),
-            sge_cell=dict(type="str", default="default"),
-            sge_qmaster_port=dict(type="int"),
-            command_timeout=dict(type="int", default=120),
-        ),
-        supports_check_mode=True,
+    argument_spec = dict(
+        job=dict(type="str", required=True),
+        task=dict(type="str", required=True),
+        source=dict(type="str", required=True),
+        target=dict(type="str", required=True),
+        job_name_prefix=dict(type="str", default="task."),
+        owners=dict(type="list", elements="str", default=[]),
+        command_timeout=dict(type="int", default=120),
     )
+    argument_spec.update(sge_argument_spec())
+    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     _check(module)
     params = module.params
     timeout = params["command_timeout"] or None
