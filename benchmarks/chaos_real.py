@@ -4,7 +4,8 @@
 """Chaos and soak on the real local cluster (issue 7, parts 3 and 8).
 
 One controller runs ``playbooks/loadbalance.yml -e continuous=true`` (the balancer's own
-continuous mode, one ansible-playbook process) against the local cluster while real jobs arrive
+continuous mode: one ansible-playbook process whose gridengine.balancer.poll_loop runs each poll
+as a new ansible-playbook process; before 2026-11-27 the polls ran inside it) against the local cluster while real jobs arrive
 at random: bursts that make the cluster grow, a trickle of short jobs, and jobs submitted the
 moment a drain starts (when node_leave's "Disable the node's queue instances" task starts, so
 they are pending in the very second before the disable). With ``idle_time=0`` every node idle
@@ -13,10 +14,11 @@ allows. Every job exits with its own status (0-7, chosen at random); at the end 
 accounting record must say failed 0 and that status. Nothing else counts as success.
 
 The soak half samples the controller (the ansible-playbook process: resident memory and open
-files; and its whole process tree) every ``--sample`` seconds.
+files; and its whole process tree, the running poll's processes included) every ``--sample``
+seconds; the loop's own line after each poll gives that poll's peak.
 
 At the end the workload stops, the balancer shrinks the cluster to ``min_nodes``, the
-controller is stopped in its pause between polls, and every node the run touched must be
+controller is stopped between polls (after a poll gave its lock back), and every node the run touched must be
 either fully joined or gone everywhere (Grid Engine, /etc/hosts, /etc/exports, namespace,
 inventory; benchmarks/fault_inject.py's check), with an empty journal.
 
@@ -312,10 +314,12 @@ def main():
             if not work.active() and hosts is not None and len(hosts) <= args.min_nodes:
                 break
             time.sleep(5)
-        # stop the controller between polls (in its pause), never in the middle of a node operation
+        # stop the controller between polls (a poll has given its lock back), never in the middle
+        # of a node operation
+        last_task['name'] = ''
         deadline = time.time() + 300
         while controller.poll() is None and time.time() < deadline:
-            if last_task['name'] == 'Wait for the next poll':
+            if last_task['name'] == "Release the cluster's lock":
                 break
             time.sleep(0.2)
         if controller.poll() is None:

@@ -80,7 +80,10 @@ if [ $rc = 0 ]; then
   molecule test -s node_join || rc=$?
   molecule test -s node_leave || rc=$?
 fi
-step "integration: tear the local cluster down"
+# kill_cluster: the balancer itself tears the cluster down after its jobs (it must come last)
+step "integration: the balancer terminates the cluster (kill_cluster, tests/integration -m kill)"
+GEB_REQUIRE_CLUSTER=1 pytest tests/integration -q -m kill -s || rc=$?
+step "integration: tear down whatever is left of the local cluster"
 ansible-playbook playbooks/local_cluster.yml -e cluster=mycluster -e local_cluster_state=absent || rc=$?
 if [ $rc = 0 ]; then
   # a cluster built with plain Grid Engine commands (its own cell, on the standard ports, so after

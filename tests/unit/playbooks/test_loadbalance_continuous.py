@@ -3,61 +3,131 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """playbooks/loadbalance.yml in continuous mode, through ansible-playbook, without a cluster.
 
-Continuous mode runs its polls in segments, one play each (playbooks/continuous/), because
-Ansible frees the tasks a play included only when the play ends (docs/reliability/soak.md).
-These tests run it with two polls per segment (segment_polls=2) against the fake qmaster of
-test_loadbalance_faults.py: every poll happens once, in order; the lock is taken once, renewed
-by every later poll and released once at the very end, or as soon as a poll fails.
+Continuous mode (gridengine.balancer.poll_loop) runs this command line again for every poll, with
+continuous=false added last, each poll a new ansible-playbook process, so that no process lives
+longer than a poll (docs/reliability/soak.md). These tests run it against the fake qmaster of
+test_loadbalance_faults.py: every poll happens once, in order, in a process of its own, takes the
+lock and gives it back; a failing poll ends the loop and the run fails naming it.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 
 from ansible_collections.gridengine.balancer.tests.unit.playbooks.test_loadbalance_faults import (
-    FIXTURES, balancer_plays, make_qmaster, run_playbook)
+    FIXTURES, PLAYBOOK, REPO, make_qmaster)
 
 
-def run_continuous(tmp_path, polls):
-    proc, out = run_playbook(tmp_path, max_nodes=1, interval=1, continuous=True, max_polls=polls, segment_polls=2)
-    # (play index, task name, result on vm) for every task that ran on the master
-    ran = [(index, task["task"]["name"], task["hosts"]["vm"]) for index, play in enumerate(balancer_plays(out))
-           for task in play["tasks"] if "vm" in task["hosts"]]
-    return proc, ran
+def json_documents(text):
+    """Every JSON document the json callback printed: the polls' first (the loop shows their
+    output), this run's own last."""
+    decoder, docs, pos = json.JSONDecoder(), [], 0
+    while True:
+        start = text.find("{\n", pos)
+        if start < 0:
+            return docs
+        try:
+            doc, end = decoder.raw_decode(text, start)
+        except ValueError:
+            pos = start + 1
+            continue
+        docs.append(doc)
+        pos = end
 
 
-def _did(ran, name):
-    return [(index, res) for index, task, res in ran if task == name and not res.get("skipped")]
+def run_continuous(tmp_path, polls, **extra):
+    qmaster = tmp_path / "qmaster"
+    inventory = tmp_path / "inventory.json"
+    inventory.write_text(json.dumps({"all": {"children": {"faketest": {"children": {"faketest_master": {
+        "hosts": {"vm": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}}}}}}))
+    variables = {"cluster": "faketest", "cluster_sge_root": str(tmp_path / "sge"), "cluster_provider": "nonexistent",
+                 "lock_path": str(qmaster / "lock.json"), "journal_path": str(qmaster / "journal.json"),
+                 "state_path": str(qmaster / "state.json"), "max_nodes": 1, "min_nodes": 1, "interval": 1,
+                 "continuous": True, "max_polls": polls}
+    variables.update(extra)
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, ".collections"),
+               ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_NOCOLOR="1",
+               ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0",
+               ANSIBLE_RETRY_FILES_ENABLED="0", ANSIBLE_HOST_KEY_CHECKING="0")
+    env.pop("ANSIBLE_CONFIG", None)
+    tool = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+    proc = subprocess.run([tool, "-i", str(inventory), PLAYBOOK, "-e", json.dumps(variables)], cwd=str(tmp_path),
+                          env=env, capture_output=True, text=True, timeout=300, check=False)
+    docs = json_documents(proc.stdout)
+    assert docs, "no JSON output (rc %d):\n%s\n%s" % (proc.returncode, proc.stdout[-3000:], proc.stderr[-3000:])
+    *polls_out, own = docs
+    loop = [task["hosts"]["localhost"] for play in own["plays"] for task in play["tasks"]
+            if task["task"]["name"] == "Poll every interval, each poll in a new process"]
+    assert len(loop) == 1, own["plays"]
+    calls = (tmp_path / "calls.log").read_text().splitlines() if (tmp_path / "calls.log").exists() else []
+    return proc, polls_out, loop[0], calls
 
 
-def test_every_poll_once_in_segments_with_one_lock(tmp_path):
+def poll_tasks(doc):
+    """(task name, result on vm) of one poll's play on the qmaster (the one-poll play)."""
+    plays = [play for play in doc["plays"] if play["play"]["name"] == "Load balance the Grid Engine cluster"]
+    assert len(plays) == 1
+    return [(task["task"]["name"], task["hosts"].get("vm", {})) for task in plays[0]["tasks"]]
+
+
+def ran(tasks, name):
+    return [res for task, res in tasks if task == name and not res.get("skipped")]
+
+
+def test_every_poll_once_each_in_its_own_process_with_the_lock_given_back(tmp_path):
     make_qmaster(tmp_path, "cat %s\n" % os.path.join(FIXTURES, "qstat_u_f_r.xml"))
-    proc, ran = run_continuous(tmp_path, 5)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    decisions = _did(ran, "Decide what to add and remove")
-    assert [index for index, _res in decisions] == [0, 0, 1, 1, 2]  # 5 polls: segments of 2, 2, 1
-    assert len(_did(ran, "Take the cluster's lock (one balancer at a time)")) == 1
-    renewed = _did(ran, "Renew the cluster's lock")
-    assert len(renewed) == 4 and all(not res.get("failed") for _i, res in renewed)
-    released = _did(ran, "Release the cluster's lock")
-    assert [index for index, _res in released] == [2] and released[0][1]["changed"] is True
+    proc, polls, loop, calls = run_continuous(tmp_path, 3)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    # the first play of this run (on the qmaster) ended at once: the polls are the loop's children
+    assert loop["polls"] == 3 and not loop.get("failed")
+    assert [item["poll"] for item in loop["recent"]] == [1, 2, 3]
+    assert all(item["rc"] == 0 for item in loop["recent"])
+    assert len({item["pid"] for item in loop["recent"]}) == 3  # a new process per poll
+    assert all(item["peak_rss_kib"] > 10 * 1024 for item in loop["recent"])
+    assert len(polls) == 3
+    for doc in polls:
+        tasks = poll_tasks(doc)
+        assert len(ran(tasks, "Take the cluster's lock (one balancer at a time)")) == 1
+        assert len(ran(tasks, "Decide what to add and remove")) == 1
+        released = ran(tasks, "Release the cluster's lock")
+        assert len(released) == 1 and released[0]["changed"] is True
+    assert sum(1 for line in calls if line.startswith("qhost ")) == 3
     assert not (tmp_path / "qmaster" / "lock.json").exists()
-    assert len(_did(ran, "Wait for the next poll")) == 4  # between polls, also across segments
+    assert "poll_loop: poll 3 ended with exit status 0" in proc.stdout
 
 
-def test_a_failing_poll_ends_the_run_and_releases_the_lock(tmp_path):
-    # qstat answers the first three polls, then the qmaster is gone
+def test_a_failing_poll_ends_the_loop_and_the_run_fails_naming_it(tmp_path):
+    # qstat answers the first two polls, then the qmaster is gone
     counter = tmp_path / "qstat-count"
     make_qmaster(tmp_path, "n=$(cat %s 2>/dev/null || echo 0); n=$((n+1)); echo $n > %s\n"
-                           "[ $n -le 3 ] || { echo 'error: commlib error: got select error (Connection refused)' >&2; exit 1; }\n"
+                           "[ $n -le 2 ] || { echo 'error: commlib error: got select error (Connection refused)' >&2; exit 1; }\n"
                            "cat %s\n" % (counter, counter, os.path.join(FIXTURES, "qstat_u_f_r.xml")))
-    proc, ran = run_continuous(tmp_path, 8)
-    assert proc.returncode == 2, proc.stderr[-3000:]
-    assert [index for index, _res in _did(ran, "Decide what to add and remove")] == [0, 0, 1]
-    failed = [(index, res) for index, task, res in ran if task == "Read the queue and the hosts from the qmaster"
-              and res.get("failed")]
-    assert [index for index, _res in failed] == [1]
-    released = _did(ran, "Release the cluster's lock")
-    assert [index for index, _res in released] == [1] and released[0][1]["changed"] is True
+    proc, polls, loop, calls = run_continuous(tmp_path, 6)
+    assert proc.returncode == 2, proc.stdout[-3000:]
+    assert loop["failed"] is True and loop["failed_poll"] == 3 and loop["rc"] == 2 and loop["polls"] == 3
+    assert "poll 3 of 6 failed (exit status 2)" in loop["msg"]
+    assert len(polls) == 3  # no poll after the failing one
+    failed = ran(poll_tasks(polls[2]), "Read the queue and the hosts from the qmaster")
+    assert failed and failed[0]["failed"] is True
+    assert len(ran(poll_tasks(polls[2]), "Release the cluster's lock")) == 1
     assert not (tmp_path / "qmaster" / "lock.json").exists()
-    assert max(index for index, _task, _res in ran) == 1  # no later segment ran
+    assert sum(1 for line in calls if line.startswith("qhost ")) <= 3
+
+
+def test_a_run_that_prompts_is_refused_before_any_poll(tmp_path):
+    make_qmaster(tmp_path, "cat %s\n" % os.path.join(FIXTURES, "qstat_u_f_r.xml"))
+    tool = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+    inventory = tmp_path / "inventory.json"
+    inventory.write_text(json.dumps({"all": {"children": {"faketest_master": {"hosts": {"vm": {
+        "ansible_connection": "local"}}}}}}))
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, ".collections"), ANSIBLE_NOCOLOR="1")
+    env.pop("ANSIBLE_CONFIG", None)
+    proc = subprocess.run([tool, "-i", str(inventory), PLAYBOOK, "--step", "-e", "cluster=faketest",
+                           "-e", "continuous=true"], input="c\n" * 20, cwd=str(tmp_path), env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 2
+    assert "nobody answers its prompts: run without --step" in proc.stdout
+    assert not (tmp_path / "calls.log").exists()
