@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Chaos simulation of node_leave's drain: scale-down events while jobs keep arriving (issue 7 part 3).
 
-Runs the model of plugins/plugin_utils/sim/drain_chaos.py (the balancer's ``decide``, node_leave
+Runs the model of tests/unit/drain_chaos.py (the balancer's ``decide``, node_leave
 task by task, Grid Engine's scheduler and qmaster, random and adversarial job arrivals) until
 ``--events`` drains have started and every job submitted has ended, for the role as implemented
 and for variants, all with the same seed and workload.  Prints a table; with ``--markdown PATH``
@@ -28,7 +28,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, ".collections"))
 
-from ansible_collections.gridengine.balancer.plugins.plugin_utils.sim import drain_chaos  # noqa: E402
+from ansible_collections.gridengine.balancer.tests.unit import drain_chaos  # noqa: E402
 
 #: A scheduler run whose orders arrive 16-40 s after the disable: longer than the settle time.
 SLOW = {"straddle_time": (16.0, 40.0)}

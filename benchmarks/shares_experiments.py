@@ -2,7 +2,7 @@
 # Copyright (c) gridengine.balancer developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Li & Parker's experiments (their Figures 4-8 and a manager failure) on the simulator
-``plugins/plugin_utils/policy/shares_sim.py``, under the three demand processes (steady,
+``tests/unit/shares_sim.py``, under the three demand processes (steady,
 heavy, tight), both node-to-manager assignments (blocks, round-robin) and both profiles
 (paper, default), at the paper's sizes and at 10,000 nodes; plus bank vs cluster reserves on
 the 100-node case.
@@ -22,7 +22,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, ".collections")
-from ansible_collections.gridengine.balancer.plugins.plugin_utils.policy import shares_sim as sim  # noqa: E402
+from ansible_collections.gridengine.balancer.tests.unit import shares_sim as sim  # noqa: E402
 
 DEMANDS = ("steady", "heavy", "tight")
 ASSIGNMENTS = ("blocks", "round_robin")

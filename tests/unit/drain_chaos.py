@@ -6,7 +6,9 @@
 Issue 7 part 3, the simulated half: many scale-down events while jobs keep arriving at random,
 and a count of the jobs a removal killed or lost.  Pure: no clock, no I/O, no Ansible import; a
 seeded :class:`random.Random` decides everything, so a run is repeated exactly by its seed.
-docs/reliability/chaos-sim.md has the long version.  The model:
+docs/reliability/chaos-sim.md has the long version.  Test apparatus, not product: it lives
+under tests/unit (run by test_drain_chaos.py and benchmarks/chaos_sim.py) and is not in the
+built collection.  The model:
 
 * **The balancer** is ``playbooks/loadbalance.yml`` with ``continuous=true``: one poll reads a
   snapshot (docs/snapshot.md schema), calls the public :func:`policy.elastic.decide` with the
@@ -52,8 +54,8 @@ import heapq
 import math
 import random
 
-from ..policy import elastic
-from . import engine
+from ansible_collections.gridengine.balancer.plugins.plugin_utils.policy import elastic
+from ansible_collections.gridengine.balancer.plugins.plugin_utils.sim import engine
 
 MASTER = engine.MASTER
 EPOCH = engine.EPOCH

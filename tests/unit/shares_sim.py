@@ -4,7 +4,9 @@
 """Cycle simulator of Li & Parker's hierarchical share management (their Figures 4-8).
 
 Pure: numpy in, numpy out, randomness only from the seeded generator it is given; no clock,
-no I/O, no Ansible.
+no I/O, no Ansible. Test apparatus, not product: it lives under tests/unit (run by
+test_shares_sim.py, test_bank.py and benchmarks/shares_experiments.py) and is not in the built
+collection; the product's share policies are plugins/plugin_utils/policy/bank.py and reserves.py.
 
 Model
 -----

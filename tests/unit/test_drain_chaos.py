@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gridengine.balancer
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The drain chaos model (plugins/plugin_utils/sim/drain_chaos.py): small runs, a few seconds each.
+"""The drain chaos model (tests/unit/drain_chaos.py): small runs, a few seconds each.
 
 The model must find no killed or lost job for node_leave as implemented, and must find kills for
 a drain without the re-check: the second half is the test that the checker can see a kill.
@@ -12,7 +12,8 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.gridengine.balancer.plugins.plugin_utils.policy import elastic
-from ansible_collections.gridengine.balancer.plugins.plugin_utils.sim import drain_chaos, engine
+from ansible_collections.gridengine.balancer.plugins.plugin_utils.sim import engine
+from ansible_collections.gridengine.balancer.tests.unit import drain_chaos
 
 EVENTS = 300
 SLOW_SAME_RUN = {"straddle_time": (16.0, 40.0), "scenarios": {"same_run_as_disable": 1.0}}

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gridengine.balancer developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The share simulator (plugins/plugin_utils/policy/shares_sim.py): container, hierarchy,
+"""The share simulator (tests/unit/shares_sim.py): container, hierarchy,
 fault tolerance, measurements; small runs of the paper's scenarios."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ansible_collections.gridengine.balancer.plugins.plugin_utils.policy import shares_sim as sim
+from ansible_collections.gridengine.balancer.tests.unit import shares_sim as sim
 
 
 def test_container_is_work_conserving_and_honours_allocations():

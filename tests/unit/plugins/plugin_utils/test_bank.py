@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.gridengine.balancer.plugins.plugin_utils.policy import bank
-from ansible_collections.gridengine.balancer.plugins.plugin_utils.policy.shares_sim import (
+from ansible_collections.gridengine.balancer.tests.unit.shares_sim import (
     container_usage,
 )
 
