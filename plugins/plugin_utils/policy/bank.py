@@ -49,6 +49,7 @@ Profiles
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import fnmatch
 import threading
 
 try:
@@ -275,14 +276,18 @@ def _check_rows(rows):
 
 
 def bank_round(alloc, usage, desired, accounts=None, capacity=None, c=2.0, floor=1.0,
-               temporal="none", profile="default", passes=None, group=None, wants=None):
+               temporal="none", profile="default", passes=None, group=None, wants=None,
+               cap_reward=True):
     """One allocation round; returns ``(new_alloc N x S, accounts, needy N x S bool)``.
 
     ``desired`` is in percent of the total capacity (S values, or G x S with ``group``: one
     row per manager); ``accounts`` (S, or G x S) defaults to zeros. With ``group`` (N manager
     indices) the children of G managers are allocated in one vectorised call, each manager
     on its own children only. ``wants`` (N x S bool, optional): children that count as needy
-    whatever their usage (see the module docstring).
+    whatever their usage (see the module docstring). ``cap_reward`` (default profile): step 5
+    rewards at most what brings a class to its target. False pays the account out above the
+    target (temporal compensation: ``t + s`` tickets in a later round), and the repeated step 3
+    of the default profile then aims at the target plus what was paid.
     """
     require_numpy()
     if profile not in PROFILES:
@@ -380,10 +385,15 @@ def bank_round(alloc, usage, desired, accounts=None, capacity=None, c=2.0, floor
 
     # step 5: reward positive accounts to needy entries
     reward = np.maximum(bank, 0.0)
-    if not literal:
+    if not literal and cap_reward:
         room = np.maximum(target - work.counted_total(), 0.0)
         reward = np.minimum(reward, room)
-    bank = bank - work.spread(reward)
+    paid = work.spread(reward)
+    bank = bank - paid
+    if not literal and not cap_reward:
+        # the later passes aim at the target plus what was paid back (scaled to the capacity)
+        total = target.sum(axis=0, keepdims=True)
+        work.target = (target + paid) * (total / (total + paid.sum(axis=0, keepdims=True)))
 
     # step 6: normalise each child to its capacity; clear or keep the accounts
     work.normalise()
@@ -464,6 +474,11 @@ def initial_allocation(desired, capacity):
 # one round on Grid Engine: projects are the classes, hosts the nodes, slots the tickets
 # ---------------------------------------------------------------------------------------------
 
+ALLOCATIONS = ("bank", "reserves")
+TEMPORAL_MODES = ("none", "compensate")
+OTHER_GROUP = "(other hosts)"
+
+
 def _largest_remainder(values, total):
     values = np.maximum(np.asarray(values, dtype=np.float64), 0.0)
     if values.sum() <= 0 or total <= 0:
@@ -476,60 +491,17 @@ def _largest_remainder(values, total):
     return out
 
 
-def plan_slots(snapshot, desired, previous=None, accounts=None, profile="default"):
-    """One fair-share round from a ``sge_queue_facts`` snapshot (docs/snapshot.md).
-
-    ``desired``: ``{project: percent}`` (sum 100). ``previous``: ``[{project, host, slots}]``
-    (the rules now in force; missing pairs count as the static split). Usage is the running
-    slots per project and host. Returns ``{"limits": [{project, host, slots}], "accounts":
-    [...], "percent": {host: {project: R}}, "usage": {project: slots}, "waiting": [...]}``.
-
-    Integer slots: each project's cluster-wide total is the largest-remainder rounding of its
-    share of the bank's allocation; per host, slots go where the allocation's fractions are
-    largest. Slots a project without waiting work would not use go to projects with waiting
-    work, so no slot idles while work waits (they return at the next round).
-    """
-    require_numpy()
-    projects = list(desired)
-    if not projects:
-        raise BankError("desired: no projects")
-    d = np.array([float(desired[p]) for p in projects])
-    hosts = sorted(h for h, v in (snapshot.get("hosts") or {}).items()
-                   if (v.get("slots_total") or 0) > 0
-                   and not set(v.get("states") or "") & set("uEdD"))
-    if not hosts:
-        raise BankError("snapshot: no execution host with slots")
-    slots = np.array([float(snapshot["hosts"][h]["slots_total"]) for h in hosts])
-    hidx = dict((h, i) for i, h in enumerate(hosts))
-    pidx = dict((p, j) for j, p in enumerate(projects))
-    used = np.zeros((len(hosts), len(projects)))
-    for job in snapshot.get("running") or []:
-        j = pidx.get(job.get("project"))
-        if j is None:
-            continue
-        for host, n in (job.get("hosts") or {job.get("host"): job.get("slots") or 1}).items():
-            if host in hidx:
-                used[hidx[host], j] += float(n)
-    waiting = set(job.get("project") for job in snapshot.get("pending") or []
-                  if not job.get("held") and not job.get("error"))
-    wait = np.array([p in waiting for p in projects])
-    prev = initial_allocation(d, slots)
-    for rule in previous or []:
-        if rule.get("host") in hidx and rule.get("project") in pidx:
-            prev[hidx[rule["host"]], pidx[rule["project"]]] = float(rule["slots"])
-    pct = 100.0 / slots[:, None]
-    # a project with work waiting would use all it is given: it counts as using its limit
-    # (needy in the bank's sense) even where its jobs have not started yet
-    demand = np.where(wait[None, :], np.maximum(used, prev), used)
-    new, acc, _needy = bank_round(prev * pct, np.minimum(demand * pct, 100.0), d, accounts,
-                                  temporal="none", profile=profile)
-    share = new / pct                                    # float slots per host and project
+def _integer_limits(share, slots, used, wait, d):
+    """Integer slots per host and project for one manager's hosts (``share``: float slots,
+    H x S; ``wait``: H x S, work waiting that may run there). Each project's total over these hosts is the largest-remainder rounding of its
+    share; per host the slots go where the fractions are largest; then what a project without
+    waiting work will not use goes to those with (work conserving)."""
     totals = _largest_remainder(share.sum(axis=0), int(slots.sum()))
     limit = np.zeros_like(share, dtype=int)
-    for i in range(len(hosts)):
+    for i in range(len(slots)):
         limit[i] = _largest_remainder(share[i], int(slots[i]))
     # fix the column totals by moving single slots where the fractions say so
-    for _move in range(int(slots.sum()) * len(projects)):
+    for _move in range(int(slots.sum()) * share.shape[1]):
         col = limit.sum(axis=0)
         over = np.flatnonzero(col > totals)
         under = np.flatnonzero(col < totals)
@@ -540,22 +512,277 @@ def plan_slots(snapshot, desired, previous=None, accounts=None, profile="default
         i = cand[np.argmax((share[cand, q] - limit[cand, q]) - (share[cand, p] - limit[cand, p]))]
         limit[i, p] -= 1
         limit[i, q] += 1
-    # work conserving: what a project without waiting work will not use goes to those with
-    if wait.any():
-        for i in range(len(hosts)):
-            spare = 0
-            for j in range(len(projects)):
-                if not wait[j] and limit[i, j] > used[i, j]:
-                    spare += limit[i, j] - int(used[i, j])
-                    limit[i, j] = int(used[i, j])
-            if spare:
-                limit[i] += np.where(wait, _largest_remainder(np.where(wait, d, 0.0), spare), 0)
-    return dict(
+    for i in range(len(slots)):
+        here = wait[i]
+        if not here.any():
+            continue
+        spare = 0
+        for j in range(share.shape[1]):
+            if not here[j] and limit[i, j] > used[i, j]:
+                spare += limit[i, j] - int(np.ceil(used[i, j] - 1e-9))
+                limit[i, j] = int(np.ceil(used[i, j] - 1e-9))
+        if spare > 0:
+            limit[i] += np.where(here, _largest_remainder(np.where(here, d, 0.0), spare), 0)
+    return limit
+
+
+def _account_rows(accounts, names, projects):
+    """``accounts``: None, a list (one value per project, a single manager) or a mapping
+    manager name -> {project: tickets}; returns len(names) x S."""
+    out = np.zeros((len(names), len(projects)))
+    if accounts is None:
+        return out
+    if isinstance(accounts, (list, tuple)) or (np is not None and isinstance(accounts, np.ndarray)):
+        row = np.asarray(accounts, dtype=np.float64)
+        if row.shape != (len(projects),) or not np.all(np.isfinite(row)):
+            raise BankError("accounts: expected %d finite values, got %r" % (len(projects), accounts))
+        out[:] = row
+        return out
+    if not isinstance(accounts, dict):
+        raise BankError("accounts: expected a list or a mapping, got %r" % (accounts,))
+    for g, name in enumerate(names):
+        mine = accounts.get(name) or {}
+        if not isinstance(mine, dict):
+            raise BankError("accounts[%r]: expected a mapping project -> tickets" % name)
+        for j, project in enumerate(projects):
+            try:
+                value = float(mine.get(project, 0.0))
+            except (TypeError, ValueError):
+                raise BankError("accounts[%r][%r]: not a number: %r"
+                                % (name, project, mine.get(project)))
+            if not np.isfinite(value):
+                raise BankError("accounts[%r][%r]: not finite" % (name, project))
+            out[g, j] = value
+    return out
+
+
+def _where_pending(job, hosts, snapshot, hostgroups):
+    """Bool per host: where a pending job may run by its ``-q`` requests (``queue``,
+    ``queue@host``, ``queue@@hostgroup``, wildcards); no request: everywhere."""
+    wanted = job.get("hard_queues") or []
+    if not wanted:
+        return np.ones(len(hosts), dtype=bool)
+    out = np.zeros(len(hosts), dtype=bool)
+    for spec in wanted:
+        queue, _at, place = str(spec).partition("@")
+        for i, host in enumerate(hosts):
+            queues = (snapshot["hosts"][host].get("queues") or [])
+            if queues and not any(fnmatch.fnmatchcase(q, queue or "*") for q in queues):
+                continue
+            if not place:
+                out[i] = True
+            elif place.startswith("@"):
+                members = (hostgroups or {}).get(place)
+                out[i] = out[i] or members is None or host in members
+            elif fnmatch.fnmatchcase(host, place):
+                out[i] = True
+    return out
+
+
+def _host_groups(hostgroups, hosts):
+    """Live hosts -> manager index; returns (names, index per host, failed group names)."""
+    where = {}
+    for name in sorted(hostgroups):
+        members = hostgroups[name]
+        if not isinstance(members, (list, tuple)):
+            raise BankError("hostgroups[%r]: expected a list of host names" % name)
+        for host in members:
+            if host in where and where[host] != name:
+                raise BankError("hostgroups: host %r is in both %r and %r; give host groups "
+                                "that do not overlap" % (host, where[host], name))
+            where[host] = name
+    live = sorted(set(where[h] for h in hosts if h in where))
+    if any(h not in where for h in hosts):
+        live.append(OTHER_GROUP)
+    failed = sorted(name for name in hostgroups if name not in live)
+    idx = dict((name, g) for g, name in enumerate(live))
+    return live, np.array([idx[where.get(h, OTHER_GROUP)] for h in hosts], dtype=np.intp), failed
+
+
+def _allocate(prev, use, rows, acc, profile, temporal, allocation, group=None, wants=None):
+    """One manager level: bank (grouped) or cluster reserves (one LP pair per manager)."""
+    if allocation == "bank":
+        return bank_round(prev, use, rows if group is not None else rows[0],
+                          acc if group is not None else acc[0], temporal=temporal,
+                          profile=profile, group=group, wants=wants,
+                          cap_reward=temporal == "none")[:2]
+    from ansible_collections.gridengine.balancer.plugins.plugin_utils.policy import reserves
+    new = np.zeros_like(prev)
+    index = np.zeros(prev.shape[0], dtype=np.intp) if group is None else group
+    for g in range(rows.shape[0]):
+        mine = np.flatnonzero(index == g)
+        if len(mine):
+            try:
+                new[mine] = reserves.cluster_reserves(prev[mine], use[mine], rows[g])[0]
+            except reserves.ReservesError as exc:
+                raise BankError("allocation=reserves: %s" % exc)
+    return new, np.zeros_like(acc) if group is not None else np.zeros(acc.shape[1])
+
+
+def plan_slots(snapshot, desired, previous=None, accounts=None, profile="default",
+               temporal="none", retain=1.0, allocation="bank", usage=None, hostgroups=None):
+    """One fair-share round from a ``sge_queue_facts`` snapshot (docs/snapshot.md).
+
+    ``desired``: ``{project: percent}`` (sum 100). ``previous``: ``[{project, host, slots}]``
+    (the rules now in force; missing pairs count as the static split). ``usage``: measured
+    average running slots ``{project: {host: slots}}`` over the last round (from qacct and the
+    running jobs, ``module_utils/sge_usage.py``); None: the running slots of the snapshot.
+
+    ``temporal``: ``none`` clears the bank accounts after the round (the paper's basic
+    version); ``compensate`` keeps ``retain`` (0..1) of them, so a project that left its share
+    unused gets it back in later rounds (temporal compensation). ``accounts``: the accounts
+    kept from the last round, a list (one manager) or ``{manager: {project: tickets}}`` (one
+    manager: ``"cluster"``; with host groups: ``"top"`` and one entry per host group).
+    Accounts are kept within plus or minus one round's entitlement of the project at that
+    manager.
+
+    ``allocation``: ``bank`` (Li & Parker) or ``reserves`` (cluster reserves, Aron et al.: only
+    spatial compensation, so ``temporal`` must be ``none``).
+
+    ``hostgroups``: ``{name: [hosts]}``: one manager per host group and a top manager that
+    divides the cluster among the host groups that have a live host (a host group without one
+    has failed: its share goes to the others and comes back when a host returns); live hosts
+    in no listed group form one more group. None: one flat manager.
+
+    Returns ``{"limits": [{project, host, slots}], "accounts": [...] (top manager),
+    "group_accounts": {group: {project: tickets}}, "percent": {host: {project: R}},
+    "usage": {project: slots}, "waiting": [...], "groups": {group: {hosts, slots, percent}},
+    "failed_groups": [...]}``.
+    """
+    require_numpy()
+    if allocation not in ALLOCATIONS:
+        raise BankError("allocation: expected one of %s, got %r" % (", ".join(ALLOCATIONS), allocation))
+    if temporal not in TEMPORAL_MODES:
+        raise BankError("temporal: expected one of %s, got %r" % (", ".join(TEMPORAL_MODES), temporal))
+    if isinstance(retain, bool) or not isinstance(retain, (int, float)) or not 0.0 <= retain <= 1.0:
+        raise BankError("retain: expected a fraction in [0, 1], got %r" % (retain,))
+    if allocation == "reserves" and temporal != "none":
+        raise BankError("temporal=compensate needs allocation=bank: cluster reserves does only "
+                        "spatial compensation (Li & Parker)")
+    keep = float(retain) if temporal == "compensate" else "none"
+    projects = list(desired)
+    if not projects:
+        raise BankError("desired: no projects")
+    d = np.array([float(desired[p]) for p in projects])
+    hosts = sorted(h for h, v in (snapshot.get("hosts") or {}).items()
+                   if (v.get("slots_total") or 0) > 0
+                   and not set(v.get("states") or "") & set("uEdD"))
+    if not hosts and not hostgroups:
+        raise BankError("snapshot: no execution host with slots")
+    slots = np.array([float(snapshot["hosts"][h]["slots_total"]) for h in hosts])
+    hidx = dict((h, i) for i, h in enumerate(hosts))
+    pidx = dict((p, j) for j, p in enumerate(projects))
+    used = np.zeros((len(hosts), len(projects)))
+    if usage is None:
+        for job in snapshot.get("running") or []:
+            j = pidx.get(job.get("project"))
+            if j is None:
+                continue
+            for host, n in (job.get("hosts") or {job.get("host"): job.get("slots") or 1}).items():
+                if host in hidx:
+                    used[hidx[host], j] += float(n)
+    else:
+        for project, per_host in usage.items():
+            j = pidx.get(project)
+            if j is None:
+                continue
+            for host, n in per_host.items():
+                if host in hidx:
+                    used[hidx[host], j] += float(n)
+    used = np.minimum(used, slots[:, None])
+    # where each project has work waiting (a pending job counts on the hosts its -q allows)
+    wait_h = np.zeros((len(hosts), len(projects)), dtype=bool)
+    waiting = set()
+    for job in snapshot.get("pending") or []:
+        j = pidx.get(job.get("project"))
+        if j is None or job.get("held") or job.get("error"):
+            continue
+        where = _where_pending(job, hosts, snapshot, hostgroups)
+        if where.any():
+            waiting.add(job.get("project"))
+            wait_h[:, j] |= where
+    if hostgroups:
+        names, group, failed = _host_groups(hostgroups, hosts)
+        if not hosts:
+            raise BankError("snapshot: no execution host with slots in any host group "
+                            "(every manager failed)")
+    else:
+        names, group, failed = [""], np.zeros(len(hosts), dtype=np.intp), []
+    prev = initial_allocation(d, slots)
+    for rule in previous or []:
+        if rule.get("host") in hidx and rule.get("project") in pidx:
+            prev[hidx[rule["host"]], pidx[rule["project"]]] = float(rule["slots"])
+    pct = 100.0 / slots[:, None]
+    # a project with work waiting would use all it is given: it counts as using its limit
+    # (needy in the bank's sense) even where its jobs have not started yet
+    demand = np.where(wait_h, np.maximum(used, prev), used)
+    prev_p = prev * pct
+    use_p = np.minimum(demand * pct, 100.0)
+    gcount = len(names)
+    entitlement = d / 100.0 * np.bincount(group, minlength=gcount)[:, None] * 100.0   # G x S
+    if hostgroups:
+        acc_in = _account_rows(accounts, ["top"], projects)[0]
+        acc_groups = _account_rows(accounts, names, projects)
+        # top manager: one child per live host group, 100 tickets per host
+        cap_g = 100.0 * np.bincount(group, minlength=gcount)
+        prev_g = np.zeros((gcount, len(projects)))
+        use_g = np.zeros_like(prev_g)
+        np.add.at(prev_g, group, prev_p)
+        np.add.at(use_g, group, use_p)
+        needy_h = use_p >= prev_p * (1.0 - 1e-9) - 1e-9
+        wants_g = np.zeros(prev_g.shape, dtype=bool)
+        np.logical_or.at(wants_g, group, needy_h)
+        if allocation == "bank":
+            limit_top = d * cap_g.sum() / 100.0
+            r_g, acc_top, _n = bank_round(prev_g, use_g, d, np.clip(acc_in, -limit_top, limit_top),
+                                          capacity=cap_g, temporal=keep, profile=profile,
+                                          wants=None if profile == "paper" else wants_g,
+                                          cap_reward=keep == "none")
+        else:
+            # cluster reserves is formulated for nodes of equal size (100 percent each); the
+            # top manager's children (host groups) differ in size, so the top runs the bank
+            r_g, acc_top, _n = bank_round(prev_g, use_g, d, None, capacity=cap_g,
+                                          profile=profile,
+                                          wants=None if profile == "paper" else wants_g)
+        rows = 100.0 * r_g / cap_g[:, None]
+        rows *= 100.0 / rows.sum(axis=1, keepdims=True)
+        ent = rows / 100.0 * cap_g[:, None]
+        new, acc_g = _allocate(prev_p, use_p, rows, np.clip(acc_groups, -ent, ent), profile, keep,
+                               allocation, group=group)
+        acc_g = np.clip(acc_g, -ent, ent)
+        acc_top = np.clip(acc_top, -d * cap_g.sum() / 100.0, d * cap_g.sum() / 100.0)
+    else:
+        acc_in = _account_rows(accounts, ["cluster"], projects)
+        ent = entitlement
+        new, acc_top = _allocate(prev_p, use_p, d[None, :], np.clip(acc_in, -ent, ent), profile,
+                                 keep, allocation)
+        acc_top = np.clip(acc_top, -ent[0], ent[0])
+        acc_g = acc_top[None, :]
+        rows = d[None, :]
+    share = new / pct                                    # float slots per host and project
+    limit = np.zeros_like(share, dtype=int)
+    for g in range(gcount):
+        mine = np.flatnonzero(group == g)
+        limit[mine] = _integer_limits(share[mine], slots[mine], used[mine], wait_h[mine], d)
+    result = dict(
         limits=[dict(project=p, host=h, slots=int(limit[i, j]))
                 for i, h in enumerate(hosts) for j, p in enumerate(projects)],
-        accounts=[float(a) for a in acc],
+        accounts=[float(a) for a in acc_top],
         percent=dict((h, dict((p, float(new[i, j])) for j, p in enumerate(projects)))
                      for i, h in enumerate(hosts)),
         usage=dict((p, float(used[:, j].sum())) for j, p in enumerate(projects)),
         waiting=sorted(p for p in projects if p in waiting),
+        failed_groups=failed,
     )
+    if hostgroups:
+        result["group_accounts"] = dict(
+            (name, dict((p, float(acc_g[g, j])) for j, p in enumerate(projects)))
+            for g, name in enumerate(names))
+        result["groups"] = dict(
+            (name, dict(hosts=[hosts[i] for i in np.flatnonzero(group == g)],
+                        slots=int(slots[group == g].sum()),
+                        percent=dict((p, float(rows[g, j])) for j, p in enumerate(projects)),
+                        limits=dict((p, int(limit[group == g, j].sum()))
+                                    for j, p in enumerate(projects))))
+            for g, name in enumerate(names))
+    return result
