@@ -29,9 +29,13 @@ def test_parse_jobs_header_and_skips():
     assert trace.jobs[1].line == 6
 
 
-def test_machine_procs_falls_back_to_widest_job():
-    trace = swf.parse([line(1, 0, 5, 3), line(2, 1, 5, 7)])
-    assert trace.machine_procs() == 7
+def test_machine_size_unknown_is_an_error_not_the_widest_job():
+    """Issue 21 item 4: no header and no .machines file: say so (it used to be the widest job, 7)."""
+    trace = swf.parse([line(1, 0, 5, 3), line(2, 1, 5, 7)], name="bare.swf")
+    with pytest.raises(swf.MachineSizeUnknown) as err:
+        trace.machine_procs()
+    assert str(err.value).startswith("bare.swf: machine size unknown")
+    assert "widest job asks for 7 processors" in str(err.value) and "--nodes" in str(err.value)
 
 
 @pytest.mark.parametrize("bad, message", [
@@ -40,7 +44,8 @@ def test_machine_procs_falls_back_to_widest_job():
     ("1 2 -1 10 nan -1 -1 1 -1 -1 1 1 1 -1 -1 -1 -1 -1", "line 3: field 5 (procs) is not finite"),
     ("1 -5 -1 10 1 -1 -1 1 -1 -1 1 1 1 -1 -1 -1 -1 -1", "line 3: field 2 (submit) is negative"),
     ("1 5 -1 10 1.5 -1 -1 1 -1 -1 1 1 1 -1 -1 -1 -1 -1", "line 3: processor count 1.5 is not a whole number"),
-    ("1 2 -1 10 1 -1 -1 1 -1 -1 1 1 1 -1 -1 -1 -1 -1 19", "line 3: 19 fields"),
+    ("1 2 -1 10 1 -1 -1 1 -1 -1 1 1 1 -1 -1 -1 -1", "line 3: 17 fields, SWF has 18"),
+    ("1 2 -1 10 1 -1 -1 1 -1 -1 1 1 1 -1 -1 -1 x -1 19", "line 3: field 17 (prev_job) is not a number"),
 ])
 def test_malformed_line_names_file_and_line(bad, message):
     with pytest.raises(swf.SwfError) as err:
