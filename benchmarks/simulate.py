@@ -64,6 +64,54 @@ def goals(figs, billing, cap_reached_ratio):
     return out
 
 
+def goals21(figs, billing, cap_label):
+    """Issue 21's goals (a lead with a margin), as (name, holds) pairs (missing policies: skipped)."""
+    out = []
+    d = figs.get("default")
+    if d is None:
+        return out
+    sc, pc, opt = figs.get("starcluster"), figs.get("parallelcluster"), figs.get("optimum")
+    if billing == "per_second":
+        if pc:
+            out.append(("node-h <= 0.98 x parallelcluster at p95 no higher",
+                        d["node_hours"] <= 0.98 * pc["node_hours"] and d["wait_p95"] <= pc["wait_p95"]))
+        if sc:
+            out.append(("node-h <= 0.97 x starcluster at lower mean wait",
+                        d["node_hours"] <= 0.97 * sc["node_hours"] and d["wait_mean"] < sc["wait_mean"]))
+        if opt and cap_label == "2x":
+            out.append(("node-h <= 1.15 x optimum", d["node_hours"] <= 1.15 * opt["node_hours"]))
+    elif sc:
+        out.append(("node-h <= 1.00 x starcluster at lower mean wait",
+                    d["node_hours"] <= sc["node_hours"] and d["wait_mean"] < sc["wait_mean"]))
+    return out
+
+
+RATIO_COLUMNS = [("copy", "%s"), ("default node-h", "%.0f"), ("/ parallelcluster", "%.4f"),
+                 ("/ starcluster", "%.4f"), ("/ optimum", "%.4f"), ("p95 default s", "%.0f"),
+                 ("p95 parallelcluster s", "%.0f"), ("mean default s", "%.0f"),
+                 ("mean starcluster s", "%.0f"), ("mean parallelcluster s", "%.0f")]
+
+
+def ratio_row(label, figs):
+    """One copy's figures for issue 21's goals (default against the baselines)."""
+    d = figs["default"]
+    sc, pc, opt = figs.get("starcluster"), figs.get("parallelcluster"), figs.get("optimum")
+    nan = float("nan")
+    return [label, d["node_hours"],
+            d["node_hours"] / pc["node_hours"] if pc else nan,
+            d["node_hours"] / sc["node_hours"] if sc else nan,
+            d["node_hours"] / opt["node_hours"] if opt else nan,
+            d["wait_p95"], pc["wait_p95"] if pc else nan, d["wait_mean"],
+            sc["wait_mean"] if sc else nan, pc["wait_mean"] if pc else nan]
+
+
+def ratio_table(rows):
+    lines = ["| " + " | ".join(c[0] for c in RATIO_COLUMNS) + " |", "|" + "---|" * len(RATIO_COLUMNS)]
+    for row in rows:
+        lines.append("| " + " | ".join(fmt % v for v, (_n, fmt) in zip(row, RATIO_COLUMNS)) + " |")
+    return "\n".join(lines)
+
+
 def table(rows, markdown):
     head = [c[1] for c in COLUMNS]
     lines = []
@@ -145,6 +193,8 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", default=None, help="directory for the Markdown table and plots")
     parser.add_argument("--no-plots", action="store_true")
+    parser.add_argument("--issue21", action="store_true",
+                        help="also check issue 21's goals and print each copy's ratios (default vs the baselines)")
     opts = parser.parse_args(argv)
     policies = [p.strip() for p in opts.policies.split(",") if p.strip()]
     for p in policies:
@@ -190,15 +240,30 @@ def main(argv=None):
                 results = goals(figs, billing, reached if cap_label != "2x" else False)
                 if results:
                     print("goals: " + "; ".join("%s: %s" % (n, "met" if ok else "MISSED") for n, ok in results))
-                copies_text = None
-                if opts.copies > 0 and results:
+                results21 = goals21(figs, billing, cap_label) if opts.issue21 else []
+                if results21:
+                    print("issue 21 goals: " + "; ".join("%s: %s" % (n, "met" if ok else "MISSED") for n, ok in results21))
+                ratios = [ratio_row("plain", figs)] if opts.issue21 and "default" in figs else []
+                copies_text = copies21_text = None
+                if opts.copies > 0 and (results or results21):
                     held = {n: 0 for n, _ok in results}
+                    held21 = {n: 0 for n, _ok in results21}
                     for c in range(opts.copies):
                         jobs = engine.shifted(trace.jobs, seed=opts.seed * 1000 + c)
                         cc = run_case(jobs, policies, cap, opts.slots_per_node, billing, opts.boot_delay)
                         cf = {p: f for p, (_r, f) in cc.items()}
                         for n, ok in goals(cf, billing, reached if cap_label != "2x" else False):
                             held[n] = held.get(n, 0) + (1 if ok else 0)
+                        for n, ok in goals21(cf, billing, cap_label) if opts.issue21 else []:
+                            held21[n] = held21.get(n, 0) + (1 if ok else 0)
+                        if ratios:
+                            ratios.append(ratio_row("seed %d" % (opts.seed * 1000 + c), cf))
+                            print("copy %d: %s" % (c, "  ".join(fmt % v for v, (_n, fmt) in zip(ratios[-1], RATIO_COLUMNS))))
+                    copies21_text = "; ".join("%s: %s (%d/%d)" % (
+                        n, "all" if k == opts.copies else ("none" if k == 0 else "some"), k, opts.copies)
+                        for n, k in held21.items()) or None
+                    if copies21_text:
+                        print("issue 21 goals in %d shifted copies: %s" % (opts.copies, copies21_text))
                     copies_text = "; ".join("%s: %s (%d/%d)" % (
                         n, "all" if k == opts.copies else ("none" if k == 0 else "some"), k, opts.copies)
                         for n, k in held.items())
@@ -208,6 +273,13 @@ def main(argv=None):
                         "%s: **%s**" % (n, "met" if ok else "missed") for n, ok in results), ""]
                 if copies_text:
                     md += ["In %d copies with submit times shifted by up to 60 s: %s." % (opts.copies, copies_text), ""]
+                if results21:
+                    md += ["Issue 21 goals (one copy): " + "; ".join(
+                        "%s: **%s**" % (n, "met" if ok else "missed") for n, ok in results21), ""]
+                if copies21_text:
+                    md += ["Issue 21 goals in %d copies shifted by up to 60 s: %s." % (opts.copies, copies21_text), ""]
+                if ratios:
+                    md += ["Default against the baselines, the plain trace and each copy:", "", ratio_table(ratios), ""]
                 if opts.out and not opts.no_plots:
                     stem = "%s-%s-%s" % (tname, cap_label, billing)
                     plot(case, title, os.path.join(opts.out, stem + "-timeline.png"))

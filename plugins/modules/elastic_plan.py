@@ -84,19 +84,24 @@ options:
     type: int
     default: 1
   add_nodes_per_iter:
-    description: StarCluster C(-a). At most this many nodes are added by one plan.
+    description:
+      - StarCluster C(-a). At most this many nodes are added by one plan.
+      - V(0) means no per-poll limit (growth is bounded by the nodes the waiting slots need and O(max_nodes));
+        not accepted by O(profile=starcluster).
+      - Unset, V(0) with O(profile=default); V(1) with O(profile=starcluster) (the seed's) and O(profile=parallelcluster)
+        (where it does not apply).
     type: int
-    default: 1
   interval:
     description:
       - StarCluster C(-i). Seconds between polls (the playbook's loop uses it); at most V(300).
       - A poll later than three intervals after the previous one adds a warning.
+      - Unset, V(30) with O(profile=default); V(60) with O(profile=starcluster) and O(profile=parallelcluster).
     type: int
-    default: 60
   job_wait_time:
-    description: StarCluster C(-w). Seconds the oldest waiting job must have waited before nodes are added.
+    description:
+      - StarCluster C(-w). Seconds the oldest waiting job must have waited (more than this) before nodes are added.
+      - Unset, V(0) with O(profile=default) and O(profile=parallelcluster); V(900) with O(profile=starcluster).
     type: int
-    default: 900
   kill_after:
     description:
       - StarCluster C(-k). With hourly billing, an idle node is removed only when it has been up at least
@@ -106,9 +111,10 @@ options:
   stabilization_time:
     description:
       - StarCluster C(-s). Seconds after the last change of the cluster during which nothing is added or removed.
-      - StarCluster's minimum is 300; lower values are accepted with a warning (tests and demos).
+      - StarCluster's minimum is 300; lower values are accepted with a warning.
+      - Unset, with O(profile=default) it follows O(billing) (V(0) per-second, V(300) hourly; C(docs/elastic.md));
+        V(300) with O(profile=starcluster); V(0) with O(profile=parallelcluster).
     type: int
-    default: 300
   lookback_window:
     description:
       - StarCluster C(-l). Minutes of job history kept for the average wait and duration statistics.
@@ -161,9 +167,10 @@ options:
     type: str
     choices: [per_second, hourly]
   idle_time:
-    description: Seconds a node must have been idle before per-second billing removes it.
+    description:
+      - Seconds a node must have been idle before per-second billing removes it.
+      - Unset, V(540) with O(profile=default); V(600) with O(profile=parallelcluster) (its C(scaledown_idletime)).
     type: int
-    default: 600
   master:
     description:
       - Grid Engine name of the master host. It counts as a node and is never removed (unless O(kill_cluster)).
@@ -332,7 +339,7 @@ plan:
     config:
       description: Every option as the decision used it (defaults filled in, C(max_nodes) resolved).
       type: dict
-      sample: {"profile": "default", "max_nodes": 5, "min_nodes": 1, "billing": "per_second", "idle_time": 600}
+      sample: {"profile": "default", "max_nodes": 5, "min_nodes": 1, "billing": "per_second", "idle_time": 540}
     nodes:
       description: Node counts (C(current) includes the master; C(booting) are nodes requested earlier and not yet seen).
       type: dict

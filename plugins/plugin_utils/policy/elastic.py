@@ -74,16 +74,19 @@ PENDING_RECORDS_LIMIT = 2000
 #: How many ignored jobs a reason names before it says "and N more".
 REASON_LIST_LIMIT = 5
 
-# Option name -> default (profile "default").  The StarCluster flag is in the comment.
+# Option name -> default (profile "default").  The StarCluster flag is in the comment.  The numbers
+# of the default profile are the policy the trace simulator measures as ``default``
+# (docs/simulator.md); StarCluster's own numbers are those of profile ``starcluster`` (_STARCLUSTER).
+# An option whose default depends on the billing mode is listed in _BY_BILLING instead.
 _DEFAULTS = {
     "profile": "default",
     "max_nodes": None,            # -m  (unset: the cluster size when balancing started)
     "min_nodes": 1,               # -n
-    "add_nodes_per_iter": 1,      # -a
-    "interval": 60,               # -i  seconds, maximum 300
-    "job_wait_time": 900,         # -w  seconds
+    "add_nodes_per_iter": 0,      # -a  0: no per-poll limit (growth bounded by the need and max_nodes)
+    "interval": 30,               # -i  seconds, maximum 300 (StarCluster: 60)
+    "job_wait_time": 0,           # -w  seconds (StarCluster: 900)
     "kill_after": 45,             # -k  minutes past the hour
-    "stabilization_time": 300,    # -s  seconds (StarCluster: minimum 300)
+    "stabilization_time": None,   # -s  seconds: by billing, _BY_BILLING (StarCluster: 300, its minimum)
     "lookback_window": 3,         # -l  minutes
     "plot_stats": False,          # -p
     "plot_output_dir": None,      # -P
@@ -91,7 +94,7 @@ _DEFAULTS = {
     "stats_file": None,           # -D
     "kill_cluster": False,        # -K
     "billing": "per_second",      # starcluster profile: hourly
-    "idle_time": 600,             # seconds (per-second billing)
+    "idle_time": 540,             # seconds (per-second billing)
     "master": None,               # host name never removed (unless kill_cluster)
     "slots_per_node": None,       # unset: the most common slot count of existing nodes, else 1
     "queues": [],                 # [] = every queue (starcluster profile: all.q only)
@@ -101,6 +104,37 @@ _DEFAULTS = {
     "launched_hosts": None,       # host names the provider launched (None: hosts that filled a node a plan asked for)
     "managed_hosts": [],          # host name patterns the balancer may remove although it did not launch them
     "protected_hosts": [],        # host name patterns never removed, whatever the other options say
+}
+
+#: Profile ``default``: the defaults that depend on ``billing`` (resolved once the billing of the
+#: config is known; an option set explicitly always wins).  Per-second billing: no cool-down
+#: (growth counts booting and idle nodes, so it cannot overshoot; removal waits ``idle_time``).
+#: Hourly billing: StarCluster's 300 s cool-down (an idle node is kept to the end of its paid hour
+#: anyway, ``kill_after``).  docs/elastic.md, "Defaults that depend on billing".
+_BY_BILLING = {
+    "per_second": {"stabilization_time": 0},
+    "hourly": {"stabilization_time": 300},
+}
+
+#: Profile ``starcluster``: the seed's numbers (StarCluster's documented defaults).
+_STARCLUSTER = {
+    "add_nodes_per_iter": 1,
+    "interval": 60,
+    "job_wait_time": 900,
+    "stabilization_time": 300,
+    "kill_after": 45,
+    "billing": "hourly",
+    "idle_time": 600,             # not used (hourly billing only)
+}
+
+#: Profile ``parallelcluster``: jobwatcher (every 60 s, no wait threshold, no cool-down) and
+#: nodewatcher (scaledown_idletime 10 min); ``add_nodes_per_iter`` does not apply.
+_PARALLELCLUSTER = {
+    "add_nodes_per_iter": 1,
+    "interval": 60,
+    "job_wait_time": 0,
+    "stabilization_time": 0,
+    "idle_time": 600,
 }
 
 #: Options holding lists of host names or host name patterns.
@@ -121,22 +155,30 @@ _MEMORY_FACTORS = {"": 1, "k": 1000, "K": 1024, "m": 1000 ** 2, "M": 1024 ** 2,
 # configuration
 # --------------------------------------------------------------------------------------------
 
-def default_config(profile="default"):
-    """Return a new dict with every option at its default for ``profile``."""
+def default_config(profile="default", billing=None):
+    """Return a new dict with every option at its default for ``profile`` and ``billing``.
+
+    ``billing`` None: the profile's default billing.  Profile ``default`` takes the options of
+    ``_BY_BILLING`` from the billing mode (docs/elastic.md, "Defaults that depend on billing").
+    """
     if profile not in PROFILES:
         raise ValueError("profile: must be one of %s, got %r" % (", ".join(PROFILES), profile))
+    if billing is not None and billing not in BILLING:
+        raise ValueError("billing: must be one of %s, got %r" % (", ".join(BILLING), billing))
     cfg = dict(_DEFAULTS)
     cfg["queues"] = []
     cfg["managed_hosts"] = []
     cfg["protected_hosts"] = []
     cfg["profile"] = profile
     if profile == "starcluster":
-        cfg["billing"] = "hourly"
+        cfg.update(_STARCLUSTER)
         cfg["queues"] = [STARCLUSTER_QUEUE]
     elif profile == "parallelcluster":
-        # jobwatcher: no wait threshold, no cool-down; nodewatcher: scaledown_idletime 10 min.
-        cfg["job_wait_time"] = 0
-        cfg["stabilization_time"] = 0
+        cfg.update(_PARALLELCLUSTER)
+    else:
+        cfg.update(_BY_BILLING[billing or cfg["billing"]])
+    if billing is not None:
+        cfg["billing"] = billing
     return cfg
 
 
@@ -167,7 +209,11 @@ def validate_config(config):
     if unknown:
         raise ValueError("%s: unknown option (known: %s)" % (", ".join(unknown), ", ".join(OPTIONS)))
     profile = config.get("profile")
-    cfg = default_config("default" if profile is None else profile)
+    billing = config.get("billing")
+    # The billing is an option too: the defaults that depend on it follow the config's billing
+    # (an unknown one is reported below, naming the option); an option set explicitly wins.
+    cfg = default_config("default" if profile is None else profile,
+                         billing if isinstance(billing, str) and billing in BILLING else None)
     for key, value in config.items():
         if value is not None:
             cfg[key] = value
@@ -181,8 +227,8 @@ def validate_config(config):
     need(_is_int(cfg["min_nodes"]) and cfg["min_nodes"] >= 0, "min_nodes", "must be an integer >= 0")
     if cfg["max_nodes"] is not None and cfg["min_nodes"] > cfg["max_nodes"]:
         raise ValueError("min_nodes: %s is above max_nodes %s" % (cfg["min_nodes"], cfg["max_nodes"]))
-    need(_is_int(cfg["add_nodes_per_iter"]) and cfg["add_nodes_per_iter"] >= 1,
-         "add_nodes_per_iter", "must be an integer >= 1")
+    need(_is_int(cfg["add_nodes_per_iter"]) and cfg["add_nodes_per_iter"] >= 0,
+         "add_nodes_per_iter", "must be an integer >= 0 (0: no per-poll limit, only max_nodes)")
     need(_is_number(cfg["interval"]) and 0 < cfg["interval"] <= MAX_INTERVAL,
          "interval", "must be a number of seconds > 0 and <= %d (StarCluster's maximum)" % MAX_INTERVAL)
     need(_is_number(cfg["job_wait_time"]) and cfg["job_wait_time"] >= 0,
@@ -221,6 +267,9 @@ def validate_config(config):
         # StarCluster only knew all.q and only hourly billing; refuse rather than ignore.
         if cfg["billing"] != "hourly":
             raise ValueError("billing: profile starcluster always bills hourly, got %r" % cfg["billing"])
+        if cfg["add_nodes_per_iter"] < 1:
+            raise ValueError("add_nodes_per_iter: profile starcluster adds this many nodes per poll, "
+                             "must be >= 1, got %r" % cfg["add_nodes_per_iter"])
         if cfg["queues"] not in ([], [STARCLUSTER_QUEUE]):
             raise ValueError("queues: profile starcluster balances all.q only, got %r" % cfg["queues"])
         cfg["queues"] = [STARCLUSTER_QUEUE]
@@ -1056,14 +1105,15 @@ class _Decision(object):
         if room <= 0:
             return 0, "%s, but %s (%d booting) >= max_nodes %d" % (
                 head, _plural(self.current + self.booting, "node"), self.booting, self.max_nodes)
-        count = min(need_now, cfg["add_nodes_per_iter"], room)
+        per_iter = cfg["add_nodes_per_iter"] or need_now  # 0: no per-poll limit
+        count = min(need_now, per_iter, room)
         reason = head
         if self.booting:
             reason += ", %d already booting" % self.booting
         if idle:
             reason += ", %d idle" % idle
         caps = []
-        if count < need_now and count == cfg["add_nodes_per_iter"]:
+        if count < need_now and count == cfg["add_nodes_per_iter"]:  # (never when 0)
             caps.append("add_nodes_per_iter=%d" % cfg["add_nodes_per_iter"])
         if count < need_now and count == room:
             caps.append("max_nodes=%d (%d up, %d booting)" % (self.max_nodes, self.current, self.booting))

@@ -44,14 +44,6 @@ POLICIES = ("default", "starcluster", "parallelcluster", "static", "optimum")
 DECIDE_POLICIES = ("default", "starcluster", "parallelcluster")
 BILLING = ("per_second", "hourly")
 MASTER = "master"
-#: Options of the ``default`` profile as the simulator runs it (besides the cluster's size and
-#: shape).  These are the tuned rules of docs/simulator.md; every other option keeps its default.
-DEFAULT_TUNING = {
-    # stabilization_time 0: growth counts booting (and idle) nodes, so it cannot overshoot and
-    # needs no cool-down; idle_time 540: a node idle 9 minutes is unlikely to be wanted soon.
-    "per_second": {"interval": 30, "job_wait_time": 0, "stabilization_time": 0, "idle_time": 540},
-    "hourly": {"interval": 30, "job_wait_time": 0, "stabilization_time": 300},
-}
 _EPS = 1e-6
 #: Trace times count from the trace's start (often 0); the engine adds this so that ``now`` looks
 #: like a clock (seconds since the epoch, 2001-09-09) and no time is ever 0 or negative.
@@ -59,7 +51,13 @@ EPOCH = 1000000000.0
 
 
 def policy_config(policy, cap, slots_per_node, billing="per_second", overrides=None):
-    """The ``decide`` config of a simulated policy (``cap`` worker nodes, plus the master)."""
+    """The ``decide`` config of a simulated policy (``cap`` worker nodes, plus the master).
+
+    Only the cluster's size and shape (and, for ``default``, the billing mode) are set: every
+    other option is the profile's shipped default (``elastic.default_config``), so the policy
+    measured as ``default`` is the one ``ansible-playbook gridengine.balancer.loadbalance`` runs.
+    ``overrides`` (candidate options of a tuning run) win over everything.
+    """
     if policy not in DECIDE_POLICIES:
         raise ValueError("policy: %r does not call decide (one of %s)" % (policy, ", ".join(DECIDE_POLICIES)))
     if billing not in BILLING:
@@ -68,8 +66,6 @@ def policy_config(policy, cap, slots_per_node, billing="per_second", overrides=N
            "slots_per_node": slots_per_node}
     if policy == "default":
         cfg["billing"] = billing
-        cfg["add_nodes_per_iter"] = cap
-        cfg.update(DEFAULT_TUNING[billing])
     elif policy == "parallelcluster":
         cfg["billing"] = "per_second"
     cfg.update(overrides or {})

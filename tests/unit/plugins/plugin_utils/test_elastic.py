@@ -82,10 +82,19 @@ def state_for(snapshot, up=7200, idle=None, last_change=None, booting=(), **node
             "nodes": nodes, "booting": [{"requested_at": t} for t in booting], "jobs": {}}
 
 
+#: StarCluster's numbers (the seed's defaults), which these tables were written with.  The default
+#: profile's own defaults are the simulator's measured policy (test_shipped_defaults_* below); the
+#: rules are the same, so the tables set the seed's numbers explicitly.
+SEED_NUMBERS = {"add_nodes_per_iter": 1, "interval": 60, "job_wait_time": 900, "stabilization_time": 300,
+                "idle_time": 600, "kill_after": 45}
+
+
 def cfg(**kw):
     # node001, node002, ... are the balancer's in these tables (also on a first poll, when the state
     # cannot know it yet); tests of host ownership set managed_hosts themselves.
     base = {"master": "master", "max_nodes": 10, "min_nodes": 1, "managed_hosts": ["node*"]}
+    if kw.get("profile") in (None, "default"):
+        base.update(SEED_NUMBERS)
     base.update(kw)
     return base
 
@@ -475,7 +484,8 @@ def test_hold_reason_text():
     ({"interval": 0}, "interval"),
     ({"min_nodes": 5, "max_nodes": 3}, "min_nodes"),
     ({"max_nodes": 0}, "max_nodes"),
-    ({"add_nodes_per_iter": 0}, "add_nodes_per_iter"),
+    ({"add_nodes_per_iter": -1}, "add_nodes_per_iter"),
+    ({"profile": "starcluster", "add_nodes_per_iter": 0}, "add_nodes_per_iter"),
     ({"kill_after": 60}, "kill_after"),
     ({"job_wait_time": -1}, "job_wait_time"),
     ({"stabilization_time": "5m"}, "stabilization_time"),
@@ -496,16 +506,55 @@ def test_validate_config_names_the_bad_option(bad, name):
     assert str(err.value).startswith(name + ":")
 
 
-def test_defaults_follow_the_seed():
-    d = elastic.default_config()
-    assert (d["min_nodes"], d["add_nodes_per_iter"], d["interval"], d["job_wait_time"], d["kill_after"],
-            d["stabilization_time"], d["lookback_window"]) == (1, 1, 60, 900, 45, 300, 3)
-    assert d["plot_stats"] is d["dump_stats"] is d["kill_cluster"] is False
-    assert d["billing"] == "per_second" and d["idle_time"] == 600 and d["queues"] == []
+def test_starcluster_profile_keeps_the_seed_defaults():
     s = elastic.default_config("starcluster")
+    assert (s["min_nodes"], s["add_nodes_per_iter"], s["interval"], s["job_wait_time"], s["kill_after"],
+            s["stabilization_time"], s["lookback_window"]) == (1, 1, 60, 900, 45, 300, 3)
+    assert s["plot_stats"] is s["dump_stats"] is s["kill_cluster"] is False
     assert s["billing"] == "hourly" and s["queues"] == ["all.q"]
     # None means "unset"
     assert elastic.validate_config({"profile": "starcluster", "billing": None})["billing"] == "hourly"
+    assert elastic.validate_config({"profile": "starcluster"})["stabilization_time"] == 300
+
+
+def test_shipped_defaults_are_the_measured_policy():
+    """The default profile's defaults are what docs/simulator.md measures as ``default``."""
+    d = elastic.default_config()
+    assert (d["min_nodes"], d["add_nodes_per_iter"], d["interval"], d["job_wait_time"], d["kill_after"],
+            d["stabilization_time"], d["lookback_window"]) == (1, 0, 30, 0, 45, 0, 3)
+    assert d["plot_stats"] is d["dump_stats"] is d["kill_cluster"] is False
+    assert d["billing"] == "per_second" and d["idle_time"] == 540 and d["queues"] == []
+    assert elastic.default_config(billing="hourly")["stabilization_time"] == 300
+    p = elastic.default_config("parallelcluster")
+    assert (p["interval"], p["job_wait_time"], p["stabilization_time"], p["idle_time"]) == (60, 0, 0, 600)
+
+
+@pytest.mark.parametrize("config, expected", [
+    ({}, 0),
+    ({"billing": "per_second"}, 0),
+    ({"billing": "hourly"}, 300),                                  # resolved after the billing is known
+    ({"billing": "hourly", "stabilization_time": 0}, 0),           # an option set explicitly wins
+    ({"billing": "per_second", "stabilization_time": 120}, 120),
+    ({"billing": "hourly", "stabilization_time": None}, 300),      # None is unset
+    ({"profile": "parallelcluster", "billing": "hourly"}, 0),      # only the default profile follows billing
+])
+def test_stabilization_default_follows_billing(config, expected):
+    assert elastic.validate_config(config)["stabilization_time"] == expected
+
+
+def test_add_nodes_per_iter_zero_means_no_per_poll_limit():
+    busy = {"master": host(), "node001": host(used=2, jobs=1), "node002": host(used=2, jobs=1)}
+    s = snap(busy, pending=[qw(42, age=10, tasks=7)], running=[])
+    plan = decide(s, state_for(s), {"master": "master", "max_nodes": 10, "managed_hosts": ["node*"]})
+    assert plan["config"]["add_nodes_per_iter"] == 0
+    assert plan["add"] == 4  # ceil(7 slots / 2 per node), not capped per poll
+    assert "add_nodes_per_iter" not in "\n".join(reasons(plan))
+    plan = decide(s, state_for(s), {"master": "master", "max_nodes": 5, "managed_hosts": ["node*"]})
+    assert plan["add"] == 2 and "capped by max_nodes=5" in "\n".join(reasons(plan))
+    with pytest.raises(ValueError, match="^add_nodes_per_iter: must be an integer >= 0"):
+        elastic.validate_config({"add_nodes_per_iter": -1})
+    with pytest.raises(ValueError, match="^add_nodes_per_iter: profile starcluster"):
+        elastic.validate_config({"profile": "starcluster", "add_nodes_per_iter": 0})
 
 
 @pytest.mark.parametrize("bad", [None, [], {"schema": 2, "hosts": {}, "pending": [], "running": []},

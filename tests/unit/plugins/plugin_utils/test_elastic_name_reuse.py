@@ -28,7 +28,7 @@ FMT = "node%03d"
 
 # growth as soon as a job waits and no cool-down, so a scale-up can follow a scale-down at once
 FAST = {"master": "master", "min_nodes": 1, "max_nodes": 6, "job_wait_time": 0, "stabilization_time": 0,
-        "idle_time": 600, "managed_hosts": ["node*"]}
+        "idle_time": 600, "add_nodes_per_iter": 1, "managed_hosts": ["node*"]}
 
 
 def host(jobs=0):

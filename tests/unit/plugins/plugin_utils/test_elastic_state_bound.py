@@ -20,7 +20,9 @@ import pytest
 from ansible_collections.gridengine.balancer.plugins.plugin_utils.policy import elastic
 
 T0 = 1700000000.0
-CONFIG = {"master": "master", "max_nodes": 5, "stabilization_time": 0, "job_wait_time": 300}
+# add_nodes_per_iter 1 (StarCluster's, set explicitly: the default profile has no per-poll limit): the
+# last poll still has room to grow
+CONFIG = {"master": "master", "max_nodes": 5, "stabilization_time": 0, "job_wait_time": 300, "add_nodes_per_iter": 1}
 
 
 def _host():

@@ -23,7 +23,7 @@ FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", 
 
 T0 = 1700000000.0
 CFG = {"master": "master", "min_nodes": 1, "max_nodes": 6, "job_wait_time": 0, "stabilization_time": 300,
-       "idle_time": 600, "interval": 60, "managed_hosts": ["node*"]}
+       "idle_time": 600, "interval": 60, "add_nodes_per_iter": 1, "managed_hosts": ["node*"]}
 
 
 def host(jobs=0, unknown=False):

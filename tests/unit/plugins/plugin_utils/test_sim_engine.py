@@ -112,6 +112,12 @@ def test_policy_config_validates_and_counts_the_master():
     cfg = engine.policy_config("default", cap=10, slots_per_node=4, billing="hourly")
     assert cfg["max_nodes"] == 11 and cfg["master"] == "master" and cfg["billing"] == "hourly"
     assert engine.policy_config("starcluster", 3, 1)["job_wait_time"] == 900
+    # one truth: the simulated default is the shipped profile, with only the size, shape and billing set
+    for billing in engine.BILLING:
+        shipped = elastic.default_config("default", billing)
+        shipped.update(master="master", max_nodes=11, min_nodes=1, slots_per_node=4)
+        assert engine.policy_config("default", 10, 4, billing) == shipped
+    assert not hasattr(engine, "DEFAULT_TUNING")
     with pytest.raises(ValueError, match="^policy:"):
         engine.policy_config("static", 3, 1)
     with pytest.raises(ValueError, match="^billing:"):
