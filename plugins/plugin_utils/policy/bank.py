@@ -493,9 +493,10 @@ def _largest_remainder(values, total):
 
 def _integer_limits(share, slots, used, wait, d):
     """Integer slots per host and project for one manager's hosts (``share``: float slots,
-    H x S; ``wait``: H x S, work waiting that may run there). Each project's total over these hosts is the largest-remainder rounding of its
-    share; per host the slots go where the fractions are largest; then what a project without
-    waiting work will not use goes to those with (work conserving)."""
+    H x S; ``wait``: H x S, work waiting that may run there). Each project's total over these
+    hosts is the largest-remainder rounding of its share; per host the slots go where the
+    fractions are largest; then what a project without waiting work will not use goes to those
+    with (work conserving)."""
     totals = _largest_remainder(share.sum(axis=0), int(slots.sum()))
     limit = np.zeros_like(share, dtype=int)
     for i in range(len(slots)):

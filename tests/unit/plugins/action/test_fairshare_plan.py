@@ -107,3 +107,22 @@ def test_bad_input_names_it(args, match):
     args.setdefault("snapshot", snapshot(1000.0))
     with pytest.raises(AnsibleActionFail, match=match):
         action.plan(args)
+
+
+def test_playbook_keeps_the_state_and_reads_qacct_in_utc():
+    import yaml
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "playbooks", "fairshare.yml")
+    with open(path) as handle:
+        plays = yaml.safe_load(handle)
+    tasks = dict((t["name"], t) for t in plays[1]["tasks"])
+    qacct = tasks["Read the accounting since the last round (qacct)"]
+    assert qacct["ansible.builtin.command"]["argv"][:3] == ["qacct", "-j", "-b"]
+    assert "'TZ': 'UTC'" in qacct["environment"]
+    assert qacct["changed_when"] is False and qacct["check_mode"] is False
+    plan = tasks["Compute the allocation"]["gridengine.balancer.fairshare_plan"]
+    for option in ("allocation", "temporal", "temporal_retain", "hostgroups", "state", "qacct"):
+        assert option in plan
+    save = tasks["Keep the accounts and the time of this round"]
+    assert save["gridengine.balancer.balancer_state"]["content"] == "{{ fairshare_plan.state }}"
+    assert save["gridengine.balancer.balancer_state"]["state"] == "present"
+    assert list(tasks)[-1] == "Keep the accounts and the time of this round"
