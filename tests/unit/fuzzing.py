@@ -58,8 +58,9 @@ from ansible_collections.gridengine.balancer.plugins.module_utils import (
     transfer,
     transfer_remote,
 )
-from ansible_collections.gridengine.balancer.plugins.plugin_utils import awx_defs, sge_inventory, stats
+from ansible_collections.gridengine.balancer.plugins.plugin_utils import sge_inventory, stats
 from ansible_collections.gridengine.balancer.plugins.plugin_utils.sim import swf
+from ansible_collections.gridengine.balancer.tests.unit import awx_defs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
 FIXTURES = os.path.join(ROOT, "tests", "unit", "fixtures")
@@ -1207,7 +1208,7 @@ def build_targets(ws, corpus):
                csv_texts().map(_enc)),
         Target("stats.write_row", pu("stats.py"), stats_append, (), "none (malformed lines skipped)", "csv",
                csv_texts().map(_enc), weight=0.5),
-        Target("awx_defs.parse_rrule", pu("awx_defs.py"), awx_defs.parse_rrule, (ValueError,), "ValueError",
+        Target("awx_defs.parse_rrule", "tests/unit/awx_defs.py", awx_defs.parse_rrule, (ValueError,), "ValueError",
                "rrule", rrule_texts().map(_enc), convert=_strict_text, weight=0.5),
         Target("task_data.receive", mu("task_data.py"), receive, (task_data.TaskDataError,), "TaskDataError",
                "tar", tar_archives(), make=make_tar, weight=0.4),
