@@ -98,7 +98,10 @@ class FakeQmaster:
 
 
 def run_module(capsys, monkeypatch, fake, check=False, **args):
-    monkeypatch.setattr(basic.AnsibleModule, "run_command", lambda module, args, **kw: fake.run_command(module, args, **kw))
+    def run_command(module, args, **kwargs):
+        return fake.run_command(module, args, **kwargs)
+
+    monkeypatch.setattr(basic.AnsibleModule, "run_command", run_command)
     monkeypatch.setattr(basic.AnsibleModule, "get_bin_path",
                         lambda _self, name, required=False, opt_dirs=None: "/fake/sge/bin/lx-amd64/" + name)
     params = dict({"job": "itlogs", "task": "11", "source": "node001", "target": "node002",
