@@ -76,6 +76,10 @@ def machine(opts, trace, parser):
         procs, source = trace.machine_size()
     except swf.MachineSizeUnknown as err:
         raise SystemExit("--trace: %s" % err)
+    if spn is None and trace.machines and trace.cpus_per_node() is None:
+        raise SystemExit("--trace: %s: clusters with different CPUs per node (%s); the simulator's nodes are "
+                         "all alike: give --slots-per-node S" % (
+                             trace.machines_name, ", ".join(sorted(set(str(c.cpus) for c in trace.machines)))))
     if spn is None:
         spn = trace.cpus_per_node() or 1
     return max(1, procs // spn), spn, "%s: %d processors, %d slot(s) per node" % (source, procs, spn)

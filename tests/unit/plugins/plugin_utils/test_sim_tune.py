@@ -153,3 +153,18 @@ def test_converter_command_writes_swf(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "1 SWF jobs written" in printed and "left out 1 records: never started (failed 26)" in printed
     assert swf.load(str(out_swf)).machine_size() == (16, "header MaxProcs")
+
+
+def test_tune_command_reads_extended_swf_with_its_machines_file(tmp_path, capsys):
+    lines = ["%d %d 0 600 4 -1 -1 4 900 -1 1 1 1 -1 0 -1 -1 -1 0 600 all" % (i, 60 * i) for i in range(1, 13)]
+    trace = tmp_path / "meta.mwf"
+    trace.write_text("\n".join(lines) + "\n")
+    machines = tmp_path / "meta.mwf.machines"
+    machines.write_text("0 cl_a 2 4 1 256 a 0\n1 cl_b 1 8 1 256 b 0\n")
+    with pytest.raises(SystemExit) as err:
+        cli("tune").main(["--trace", str(trace), "--p95-wait", "100000", "--no-baselines", "--grid", "idle_time=60"])
+    assert "clusters with different CPUs per node (4, 8)" in str(err.value)
+    machines.write_text("0 cl_a 3 4 1 256 a 0\n")
+    assert cli("tune").main(["--trace", str(trace), "--p95-wait", "100000", "--no-baselines",
+                             "--grid", "idle_time=60"]) == 0
+    assert "machine: 3 nodes x 4 slots (%s (1 clusters): 12 processors" % machines in capsys.readouterr().out
