@@ -264,3 +264,18 @@ def test_the_role_finishes_resumed_moves_through_the_same_re_point_step():
     rounds = _load_yaml("roles", "task_rebalance", "tasks", "round.yml")[0]["block"]
     res = [t for t in rounds if t.get("ansible.builtin.include_tasks") == "resume.yml"][0]
     assert "when" not in res
+
+
+@pytest.mark.parametrize("option", ["job", "task", "source", "target"])
+@pytest.mark.parametrize("value", ["$(touch /tmp/owned)", "a\nb", "a b", "x;y", "-q", "", "a" * 300, "../x"])
+def test_hostile_names_fail_naming_the_option_and_run_nothing(capsys, monkeypatch, option, value):
+    fake = FakeQmaster({})
+    result = run_module(capsys, monkeypatch, fake, **{option: value})
+    assert result["failed"] and result["msg"].startswith(option) and fake.calls == [], result
+
+
+@pytest.mark.parametrize("value", ["task\n", "a@b"])
+def test_a_prefix_that_could_not_name_a_job_is_refused(capsys, monkeypatch, value):
+    fake = FakeQmaster({})
+    result = run_module(capsys, monkeypatch, fake, job_name_prefix=value)
+    assert result["failed"] and "job_name_prefix" in result["msg"] and fake.calls == []
