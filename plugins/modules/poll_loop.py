@@ -17,7 +17,8 @@ description:
     running until Ctrl-C). It runs the C(ansible-playbook) command line of the current run again, with
     C(continuous=false) added last, as a new process per poll, and waits O(interval) seconds after each
     poll ends, so polls never overlap.
-  - Every poll is a fresh C(ansible-playbook) process, so the controller's memory is flat by construction. A long run of one process keeps every task its includes loaded (ansible/ansible#31673), and used to
+  - Every poll is a fresh C(ansible-playbook) process, so the controller's memory is flat by construction.
+    A long run of one process keeps every task its includes loaded (ansible/ansible#31673), and used to
     grow 2.1 MiB a minute (C(docs/reliability/soak.md)).
   - The poll's output is shown as it comes, line by line. After each poll one line tells its exit status,
     how long it took and the peak resident memory of its largest process.
