@@ -314,13 +314,16 @@ def main():
             if not work.active() and hosts is not None and len(hosts) <= args.min_nodes:
                 break
             time.sleep(5)
-        # stop the controller between polls (a poll has given its lock back), never in the middle
-        # of a node operation
-        last_task['name'] = ''
-        deadline = time.time() + 300
+        # stop the controller between polls, never in the middle of a node operation: once the
+        # loop says when the next poll comes (its poll has ended and given its lock back)
+        log.flush()
+        offset = os.path.getsize(log_path)
+        deadline = time.time() + 600
         while controller.poll() is None and time.time() < deadline:
-            if last_task['name'] == "Release the cluster's lock":
-                break
+            with open(log_path, errors='replace') as handle:
+                handle.seek(offset)
+                if 'poll_loop: next poll in' in handle.read():
+                    break
             time.sleep(0.2)
         if controller.poll() is None:
             os.killpg(controller.pid, signal.SIGTERM)
