@@ -50,7 +50,7 @@ def measured_usage(snapshot, state, qacct):
     ``(None, None)`` when there is no last round or no accounting text."""
     last = (state or {}).get("last_round")
     now = snapshot.get("taken_at")
-    if qacct is None or last is None or now is None or not float(now) > float(last):
+    if qacct is None or last is None or now is None or float(now) <= float(last):
         return None, None
     records = parse_qacct_utc(qacct)
     return usage_per_project(records, snapshot.get("running"), last, now), \

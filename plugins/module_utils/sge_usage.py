@@ -24,6 +24,7 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import calendar
+import math
 import time
 
 _MONTHS = dict((m, i + 1) for i, m in enumerate(
@@ -123,7 +124,7 @@ def usage_per_project(records, running, since, now):
         since, now = float(since), float(now)
     except (TypeError, ValueError):
         raise UsageError("usage window: since and now must be numbers, got %r, %r" % (since, now))
-    if not now > since:
+    if now <= since or math.isnan(now) or math.isnan(since):
         raise UsageError("usage window: now (%r) must be after since (%r)" % (now, since))
     length = now - since
     seconds = {}
