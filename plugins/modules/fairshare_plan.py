@@ -127,7 +127,7 @@ options:
   qacct:
     description:
       - The output of C(qacct -j -b YYMMDDhhmm) run on the qmaster with C(TZ=UTC) and C(LC_ALL=C), covering
-        the time since the last round (RV(state.last_round)). Its jobs' slot-seconds inside the window, with
+        the time since the last round (C(last_round) of RV(state)). Its jobs' slot-seconds inside the window, with
         the running jobs of O(snapshot), give the measured usage.
       - Omitted, usage is the running slots of O(snapshot).
     type: str
