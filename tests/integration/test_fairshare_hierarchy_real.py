@@ -7,7 +7,7 @@ group with fail-over. Nothing is mocked: jobs are submitted as the job user with
 playbook reads qstat/qhost/qacct and writes the resource quota set, and the test reads back what
 Grid Engine runs.
 
-NOT YET RUN ON THE CLUSTER: written beside the unit tests (tests/unit/plugins/plugin_utils/
+Not yet run on the cluster: written beside the unit tests (tests/unit/plugins/plugin_utils/
 test_fairshare_hierarchy.py, tests/unit/plugins/action/test_fairshare_plan.py,
 tests/unit/plugins/module_utils/test_sge_usage.py) by a session that had no cluster; the lead
 removes this paragraph after running it.
@@ -27,8 +27,9 @@ What each test shows, with its figures printed (-s):
   first (-q all.q@@gebfha); after the rounds gamma runs its 10 % of all slots, all of them in
   @gebfha, and no rule gives it a slot in @gebfhb. Then the execds of @gebfhb's hosts are killed
   (max_unheard lowered to 20 s): the next round names @gebfhb in failed_groups, writes rules only
-  for @gebfha's hosts, and @gebfha's slots are shared 60/30/10; the execds come back, and the
-  next rounds give @gebfhb its share again.
+  for @gebfha's hosts, and @gebfha's slots are shared 60/30/10; the node comes back
+  (local_cluster.yml, as the other real tests give nodes back), and the next rounds give @gebfhb
+  its share again. About 10 minutes with the node's return.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -218,7 +219,9 @@ def test_temporal_compensation_pays_back(clean):
           % (total / 2.0, total), beta)
     assert max(n for n, _a in beta) > total / 2.0
     assert abs(beta[-1][0] - total / 2.0) <= 1.0
-    assert abs(beta[-1][1]) < 1.0
+    # paid out: below what it held when beta came back (measured usage lags the limits a
+    # little, so the account need not reach exactly 0)
+    assert beta[-1][1] < out[-1][0]
 
 
 def _limits_totals():
@@ -304,14 +307,11 @@ def test_hostgroup_managers_and_failover(clean):
     finally:
         if old is not None:
             _set_global_conf(old)
-        for host in group_b:
-            _run(["ip", "netns", "exec", host, "env", "SGE_ROOT=" + SGE_ENV["SGE_ROOT"],
-                  "SGE_CELL=" + SGE_ENV["SGE_CELL"], "/usr/sbin/sge_execd"])
-        try:
-            for host in group_b:
-                _wait_unknown(host, unknown=False)
-        except AssertionError:
-            _give_back_two_nodes()
+        # the node's execd comes back the way the other real tests bring nodes back:
+        # local_cluster.yml with two nodes, run when a node does not report
+        _give_back_two_nodes()
+    for host in group_b:
+        _wait_unknown(host, unknown=False)
     # back: the next rounds divide the cluster among both groups again
     for _step in range(6):
         text = _round(desired, opts)
