@@ -40,6 +40,7 @@ from ansible.inventory.group import to_safe_group_name
 
 from ansible_collections.gridengine.balancer.plugins.filter.nodes import host_address
 from ansible_collections.gridengine.balancer.plugins.module_utils import role_inputs, sge_admin
+from ansible_collections.gridengine.balancer.plugins.module_utils import nfs_export as nfs_export_utils
 from ansible_collections.gridengine.balancer.plugins.modules import (
     balancer_journal, balancer_state, ec2_node, ec2_node_info, local_node, local_node_info,
     sge_exec_host, sge_hostgroup, sge_queue, sge_queue_facts, sge_rqs, sge_submit, task_data,
@@ -811,34 +812,42 @@ def _render(template, variables):
     return Templar(loader=DataLoader(), variables=variables).template(trust_as_template(template))
 
 
+@pytest.mark.parametrize("server", ["kernel", "ganesha"])
 @pytest.mark.parametrize("address", ["10.77.0.13", "fd00::13"])
-def test_node_join_exports_each_share_to_the_node_address_only(address):
+def test_node_join_exports_each_share_to_the_node_address_only(address, server):
+    """issue 25: the stage is one gridengine.balancer.nfs_export call; its arguments are rendered
+    here and the module's own renderer makes the lines / blocks."""
     task = _task("roles/node_join/tasks/exports.yml", "Export the shares to the new node only")
-    spec = task["ansible.builtin.lineinfile"]
-    variables = dict(_role_vars("node_join", {"node_join_cluster": "c", "node_join_name": "n1"}),
+    spec = task["gridengine.balancer.nfs_export"]
+    variables = dict(_role_vars("node_join", {"node_join_cluster": "c", "node_join_name": "n1",
+                                              "cluster_nfs_server": server}),
                      node_join_node_address=address)
-    for share in ("/home", "/var/lib/gridengine"):
-        variables["item"] = share
-        line = _render(spec["line"], variables)
-        regexp = re.compile(_render(spec["regexp"], variables))
-        assert line == "%s %s(rw,sync,root_squash,no_subtree_check)" % (share, address)
-        # one client per line, no wildcard, no network, no second host
-        assert re.fullmatch(r"/\S* [0-9A-Fa-f:.]+\([A-Za-z0-9_=,:.-]+\)", line), line
-        assert regexp.match(line)
-        for other in ("%s *(rw)" % share, "%s 10.77.0.0/24(rw)" % share, "%s %s1(rw)" % (share, address),
-                      "%s 10.77.0.1(rw)" % share, "/homes %s(rw)" % address):
-            assert not regexp.match(other) or other.startswith("%s %s(" % (share, address)), other
-    assert spec["owner"] == "root" and spec["mode"] == "0644"
+    clients = [_render(c, variables) for c in spec["clients"]]
+    paths = _render(spec["paths"], variables)
+    assert clients == [address] and _render(spec["state"], variables) == "present"
+    assert _render(spec["server"], variables) == server
+    if server == "kernel":
+        text, dummy = nfs_export_utils.apply_kernel("", paths, clients, _render(spec["options"], variables), "present")
+        for share, line in zip(("/home", "/var/lib/gridengine"), text.splitlines()):
+            assert line == "%s %s(rw,sync,root_squash,no_subtree_check)" % (share, address)
+            # one client per line, no wildcard, no network, no second host
+            assert re.fullmatch(r"/\S* [0-9A-Fa-f:.]+\([A-Za-z0-9_=,:.-]+\)", line), line
+    else:
+        text, dummy = nfs_export_utils.apply_ganesha("", paths, clients, "present",
+                                                     squash=_render(spec["squash"], variables))
+        assert re.findall(r"Clients = (.*);", text) == [address, address]
+        assert text.count("Access_Type = None;") == 2 and text.count("Squash = root_squash;") == 4
 
 
 def test_node_leave_removes_only_the_node_address_lines():
     task = _task("roles/node_leave/tasks/remove_rest.yml", "Remove the rest of an exec node (the master keeps its files, mounts and processes)")
-    spec = [t for t in task["block"] if t["name"] == "Stop exporting the shares to the node"][0]["ansible.builtin.lineinfile"]
-    regexp = re.compile(_render(spec["regexp"], {"item": ["/home", "10.77.0.13"]}))
-    assert regexp.match("/home 10.77.0.13(rw,sync)")
-    for kept in ("/home 10.77.0.130(rw)", "/home 10.77.0.12(rw)", "/home *(rw)", "/home2 10.77.0.13(rw)",
-                 "/home 10x77x0x13(rw)"):
-        assert not regexp.match(kept), kept
+    spec = [t for t in task["block"] if t["name"] == "Stop exporting the shares to the node"][0]["gridengine.balancer.nfs_export"]
+    assert spec["clients"] == "{{ node_leave_addresses }}" and spec["state"] == "absent"
+    kept = ["/home 10.77.0.130(rw)", "/home 10.77.0.12(rw)", "/home *(rw)", "/home2 10.77.0.13(rw)",
+            "/home 10x77x0x13(rw)"]
+    text = "\n".join(["/home 10.77.0.13(rw,sync)"] + kept) + "\n"
+    new, changes = nfs_export_utils.apply_kernel(text, ["/home"], ["10.77.0.13"], "rw", "absent")
+    assert new.splitlines() == kept and changes == ["- /home 10.77.0.13(rw,sync)"]
 
 
 @pytest.mark.parametrize("value", ["", "*", "10.77.0.0/24", "10.77.0.13 *", "10.77.0.13\n", "node003",
