@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: task_pinned_jobs
 short_description: Re-point pending Grid Engine jobs of a task from its old host to its new one
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - Work on a task of the task registry is a Grid Engine job named C(<job_name_prefix><job>.<task>).
     A pending one is pinned to a host by a hard queue request naming the host (C(-q all.q@node001))
