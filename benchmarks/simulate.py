@@ -218,12 +218,19 @@ def main(argv=None):
         except (OSError, swf.SwfError) as err:
             raise SystemExit("--trace: %s" % err)
         tname = os.path.basename(path).rsplit(".", 1)[0]
-        machine = trace.machine_procs()
-        print("%s: %d jobs replayed (%s skipped), machine %d processors" % (
-            tname, len(trace.jobs), sum(trace.skipped.values()), machine))
+        try:
+            machine = trace.machine_procs()
+        except swf.MachineSizeUnknown as err:
+            # caps relative to the machine ("2x") need its size; node counts do not
+            if any(c.strip().endswith("x") for c in opts.cap.split(",")):
+                raise SystemExit("--trace: %s; or give --cap as node counts" % err)
+            machine = 0
+        size = "%d processors" % machine if machine else "size unknown (caps given as node counts)"
+        print("%s: %d jobs replayed (%s skipped), machine %s" % (
+            tname, len(trace.jobs), sum(trace.skipped.values()), size))
         md += ["## %s" % tname, "",
-               "%d jobs replayed, skipped: %s; machine: %d processors; %d slot(s) per node; boot delay %.0f s."
-               % (len(trace.jobs), trace.skipped or "none", machine, opts.slots_per_node, opts.boot_delay), ""]
+               "%d jobs replayed, skipped: %s; machine: %s; %d slot(s) per node; boot delay %.0f s."
+               % (len(trace.jobs), trace.skipped or "none", size, opts.slots_per_node, opts.boot_delay), ""]
         for cap_label, cap in parse_caps(opts.cap, machine, opts.slots_per_node):
             for billing in billings:
                 t = time.monotonic()
