@@ -436,10 +436,16 @@ def test_last_busy_recorded_and_idle_measured_from_it():
     assert "remove node001: idle 11m > idle_time 10m" in reasons(p2)
 
 
-def test_stabilization_warning_below_300():
+def test_stabilization_warning_below_300_only_for_starclusters_rules():
     s = snap(workers(1))
-    assert any("below StarCluster's minimum" in w for w in decide(s, {}, cfg(stabilization_time=30))["warnings"])
-    assert not any("below StarCluster" in w for w in decide(s, {}, cfg())["warnings"])
+    star = {"profile": "starcluster", "queues": []}
+    assert any("below StarCluster's minimum" in w for w in decide(s, {}, cfg(stabilization_time=30, **star))["warnings"])
+    assert not any("below StarCluster" in w for w in decide(s, {}, cfg(**star))["warnings"])
+    # profile default counts booting nodes and ships 0 under per-second billing: no warning every poll
+    shipped = {"master": "master", "max_nodes": 10, "managed_hosts": ["node*"]}
+    assert elastic.validate_config(shipped)["stabilization_time"] == 0
+    assert not any("below StarCluster" in w for w in decide(s, {}, shipped)["warnings"])
+    assert not any("below StarCluster" in w for w in decide(s, {}, cfg(stabilization_time=30))["warnings"])
 
 
 def test_stats_and_wait_history():
