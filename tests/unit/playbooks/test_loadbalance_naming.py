@@ -70,7 +70,9 @@ def _snap(names, now, waiting=0):
 
 def _plans(**config):
     """node003 (the highest) left before the poll at T0; a minute later a job waits."""
-    cfg = dict({"master": "master", "max_nodes": 6, "job_wait_time": 0, "stabilization_time": 0}, **config)
+    # one node per poll (StarCluster's add_nodes_per_iter): these tests are about its name
+    cfg = dict({"master": "master", "max_nodes": 6, "job_wait_time": 0, "stabilization_time": 0,
+                "add_nodes_per_iter": 1}, **config)
     nodes = {n: {"first_seen": T0 - 7200, "joined": T0 - 7200, "last_busy": T0 - 60}
              for n in ("master", "node001", "node002", "node003")}
     state = {"schema": 1, "last_poll": T0 - 60, "cluster_size": 4, "nodes": nodes, "booting": [], "jobs": {}}

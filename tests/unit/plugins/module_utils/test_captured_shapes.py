@@ -435,8 +435,13 @@ def test_default_pe_and_arrays_adds_three_nodes():
     assert "keep cap-ghost: static host, not launched by the balancer" in text
 
 
-def test_default_pe_and_arrays_one_node_per_poll_by_default():
+def test_default_pe_and_arrays_adds_what_the_waiting_slots_need():
+    # profile default ships no per-poll limit (add_nodes_per_iter 0): 12 waiting slots, 5 per node
     plan = decide("pe_and_arrays", "default")
+    assert plan["add"] == 3
+    assert plan["items"][0]["reason"].startswith("add 3 nodes: 12 slots waiting (oldest job 296 waited 20m07s")
+    # StarCluster's one node per poll, when asked for
+    plan = decide("pe_and_arrays", "default", add_nodes_per_iter=1)
     assert plan["add"] == 1 and "capped by add_nodes_per_iter=1" in plan["items"][0]["reason"]
 
 
@@ -510,6 +515,8 @@ def test_no_idle_node_is_removed_while_the_pe_job_waits(profile):
     Without that job (every other waiting job is one a new node cannot run) the default and
     parallelcluster profiles remove it; starcluster waits for its 45 minutes past the hour."""
     options = {"stabilization_time": 0} if profile != "parallelcluster" else {}
+    if profile == "default":
+        options["idle_time"] = 600  # the figures below; the shipped default is 540 s
     plan = decide("mixed", profile, polls=(0.0, 700.0), **options)
     assert plan["remove"] == []
     if profile == "starcluster":
@@ -541,7 +548,7 @@ def test_unknown_managed_host_goes_after_unknown_timeout():
     """With managed_hosts naming it, the unknown cap-ghost (nothing listed on it) is removed once
     unknown for unknown_timeout (15 minutes), node002 once idle for idle_time."""
     plan = decide("mixed", "default", polls=(0.0, 300.0, 600.0, 900.0, 1200.0), drop=ALL_WAITING,
-                  stabilization_time=0, interval=300, managed_hosts=["cap-*"])
+                  stabilization_time=0, interval=300, idle_time=600, managed_hosts=["cap-*"])
     assert plan["remove"] == [GHOST, N2]
     text = reasons(plan)
     assert "remove cap-ghost: state unknown for 20m >= unknown_timeout 15m (load -, states 'u'), no job listed on it" in text

@@ -17,6 +17,7 @@ import stat
 import pytest
 
 from ansible.module_utils import basic
+from ansible.module_utils.common import warnings as ansible_warnings
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.gridengine.balancer.plugins.module_utils import nfs_export as nx
@@ -27,6 +28,9 @@ OPTS = nx.KERNEL_DEFAULT_OPTIONS
 
 def run(capsys, args, check=False, diff=False):
     args = dict(args, _ansible_check_mode=check, _ansible_diff=diff)
+    # Ansible keeps a module's warnings in a process-wide table and reports a message once per
+    # process: another test of this worker may have given the same warning already
+    ansible_warnings._global_warnings.clear()  # pylint: disable=protected-access
     with patch_module_args(args):
         with pytest.raises(SystemExit) as exc:
             nfs_export.main()
