@@ -198,7 +198,25 @@ def _accounting_fixtures():
     found = set(glob.glob(os.path.join(FIXTURES, "**", "qacct*.txt"), recursive=True))
     found |= set(glob.glob(os.path.join(FIXTURES, "**", "*_qacct_*.txt"), recursive=True))
     found |= set(glob.glob(os.path.join(FIXTURES, "**", "accounting*"), recursive=True))
-    return sorted(os.path.relpath(p, FIXTURES) for p in found)
+    return sorted(os.path.relpath(p, FIXTURES) for p in found if os.path.isfile(p))
+
+
+CAPTURED = os.path.join(FIXTURES, "captured", "accounting")
+
+
+def test_the_local_clusters_accounting_file_and_its_qacct_output_give_the_same_trace():
+    """Real records of the local cluster (tests/capture/capture_accounting.py): a job exiting 0,
+    one exiting 3, a 3-task array, a 2-slot smp job and a job that failed before it started, read
+    once from the raw accounting file and once from qacct -j's output."""
+    raw = accounting.load(os.path.join(CAPTURED, "accounting"))
+    text = accounting.load(os.path.join(CAPTURED, "qacct_j.txt"))
+    def records(conv):  # the header comments name the source file
+        return [line for line in conv.lines if not line.startswith(";")]
+    assert records(raw) == records(text) and len(records(raw)) == 6
+    assert raw.jobs == 6 and raw.merged == 0 and dict(raw.left_out) == {"never started (failed 28)": 1}
+    jobs = swf.parse(raw.lines, name="captured").jobs
+    assert sorted(j.procs for j in jobs) == [1, 1, 1, 1, 1, 2]  # the array's tasks one job each
+    assert sum(1 for j in jobs if j.status == 0) == 1           # capacct_exit3: SWF status 0 (failed)
 
 
 @pytest.mark.parametrize("rel", _accounting_fixtures())
