@@ -216,7 +216,8 @@ def test_the_local_clusters_accounting_file_and_its_qacct_output_give_the_same_t
     assert raw.jobs == 6 and raw.merged == 0 and dict(raw.left_out) == {"never started (failed 28)": 1}
     jobs = swf.parse(raw.lines, name="captured").jobs
     assert sorted(j.procs for j in jobs) == [1, 1, 1, 1, 1, 2]  # the array's tasks one job each
-    assert sum(1 for j in jobs if j.status == 0) == 1           # capacct_exit3: SWF status 0 (failed)
+    # capacct_exit3: SWF field 11 (status) 0, failed; the others 1
+    assert sorted(int(line.split()[10]) for line in records(raw)) == [0, 1, 1, 1, 1, 1]
 
 
 @pytest.mark.parametrize("rel", _accounting_fixtures())
