@@ -7,10 +7,11 @@ group with fail-over. Nothing is mocked: jobs are submitted as the job user with
 playbook reads qstat/qhost/qacct and writes the resource quota set, and the test reads back what
 Grid Engine runs.
 
-Not yet run on the cluster: written beside the unit tests (tests/unit/plugins/plugin_utils/
-test_fairshare_hierarchy.py, tests/unit/plugins/action/test_fairshare_plan.py,
-tests/unit/plugins/module_utils/test_sge_usage.py) by a session that had no cluster; the lead
-removes this paragraph after running it.
+Slow tier (scripts/test.sh --full; about 10 minutes). First run on the cluster, 2026-11-27 (with
+the core integration tests, 7 other sessions loading the 2 cores): the temporal compensation test
+passed (beta's limits 4, 2, 4, 2, 4 slots against its 3 of 6, its account 150 then 0); the reserves
+and host group tests FAILED: no job of any project was running when they counted (running per
+project {alpha: 0, beta: 0, gamma: 0}). Not yet understood; see the closing note of that session.
 
     .venv/bin/pytest tests/integration/test_fairshare_hierarchy_real.py -m integration -s
 
@@ -54,7 +55,7 @@ from ansible_collections.gridengine.balancer.tests.integration.test_local_cluste
     _why_not_up,
 )
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 PROJECTS = ("gebfhalpha", "gebfhbeta", "gebfhgamma")
 RQS = "fairshare_itest"
