@@ -210,6 +210,7 @@ def test_the_local_clusters_accounting_file_and_its_qacct_output_give_the_same_t
     once from the raw accounting file and once from qacct -j's output."""
     raw = accounting.load(os.path.join(CAPTURED, "accounting"))
     text = accounting.load(os.path.join(CAPTURED, "qacct_j.txt"))
+
     def records(conv):  # the header comments name the source file
         return [line for line in conv.lines if not line.startswith(";")]
     assert records(raw) == records(text) and len(records(raw)) == 6
