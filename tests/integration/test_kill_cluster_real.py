@@ -53,7 +53,7 @@ def test_the_balancer_terminates_the_cluster_after_its_jobs(cluster_nodes, tmp_p
     nodes_before = sorted(_cluster_nodes())
     assert nodes_before, 'the cluster must have nodes to remove'
     jobs = Jobs('kill')
-    for seconds in (20, 25, 30, 35):
+    for seconds in (6, 8, 10, 12):
         jobs.submit(seconds)
     state_dir = str(tmp_path)
     argv = [_tool('ansible-playbook'), 'playbooks/loadbalance.yml', '-e', 'cluster=%s' % CLUSTER,
