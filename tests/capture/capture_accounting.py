@@ -26,8 +26,8 @@ waits until every one has its accounting record, and writes
     meta.json        when, the job ids by name, the Grid Engine version
 
 plus one provenance line per file in ../fixtures/sge/PROVENANCE.md, between this program's own
-markers. The records are copied, never edited; the program submits nothing else and changes no
-configuration.
+markers. The records are copied, never edited; the program submits nothing else, deletes the job
+left in error state (``capacct_nostart``, state Eqw) at the end, and changes no configuration.
 """
 
 from __future__ import annotations
@@ -157,6 +157,9 @@ def main():
         os.chmod(tmp, 0o644)
         os.replace(tmp, os.path.join(opts.out, fname))
     provenance(opts.out, stamp, version, ids)
+    # the job that failed before it started stays listed in error state (Eqw): delete it, so that
+    # nothing of this program is left queued
+    run(["qdel", str(ids["capacct_nostart"])])
     for name in SHAPES:
         os.unlink(os.path.join(scripts, name + ".sh"))
     os.rmdir(scripts)
