@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+from unittest import mock
 
 import pytest
 
@@ -28,12 +29,14 @@ OPTS = nx.KERNEL_DEFAULT_OPTIONS
 
 def run(capsys, args, check=False, diff=False):
     args = dict(args, _ansible_check_mode=check, _ansible_diff=diff)
-    # Ansible keeps a module's warnings in a process-wide table and reports a message once per
-    # process: another test of this worker may have given the same warning already
+    # Ansible keeps a module's warnings in a process-wide table, and once controller code has run
+    # in the process (an action plugin's test on this worker), module.warn() goes to the display
+    # instead of the result: run the module as a module runs, with a table of its own
     ansible_warnings._global_warnings.clear()  # pylint: disable=protected-access
-    with patch_module_args(args):
-        with pytest.raises(SystemExit) as exc:
-            nfs_export.main()
+    with mock.patch.object(ansible_warnings._internal, "is_controller", False):  # pylint: disable=protected-access
+        with patch_module_args(args):
+            with pytest.raises(SystemExit) as exc:
+                nfs_export.main()
     result = json.loads(capsys.readouterr().out)
     result["rc"] = exc.value.code
     return result
