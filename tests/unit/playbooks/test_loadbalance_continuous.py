@@ -18,7 +18,7 @@ import subprocess
 import sys
 
 from ansible_collections.gridengine.balancer.tests.unit.playbooks.test_loadbalance_faults import (
-    FIXTURES, PLAYBOOK, REPO, make_qmaster)
+    FIXTURES, PLAYBOOK, REPO, make_qmaster, run_ansible_playbook)
 
 
 def json_documents(text):
@@ -39,23 +39,7 @@ def json_documents(text):
 
 
 def run_continuous(tmp_path, polls, **extra):
-    qmaster = tmp_path / "qmaster"
-    inventory = tmp_path / "inventory.json"
-    inventory.write_text(json.dumps({"all": {"children": {"faketest": {"children": {"faketest_master": {
-        "hosts": {"vm": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}}}}}}))
-    variables = {"cluster": "faketest", "cluster_sge_root": str(tmp_path / "sge"), "cluster_provider": "nonexistent",
-                 "lock_path": str(qmaster / "lock.json"), "journal_path": str(qmaster / "journal.json"),
-                 "state_path": str(qmaster / "state.json"), "max_nodes": 1, "min_nodes": 1, "interval": 1,
-                 "continuous": True, "max_polls": polls}
-    variables.update(extra)
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, ".collections"),
-               ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_NOCOLOR="1",
-               ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0",
-               ANSIBLE_RETRY_FILES_ENABLED="0", ANSIBLE_HOST_KEY_CHECKING="0")
-    env.pop("ANSIBLE_CONFIG", None)
-    tool = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
-    proc = subprocess.run([tool, "-i", str(inventory), PLAYBOOK, "-e", json.dumps(variables)], cwd=str(tmp_path),
-                          env=env, capture_output=True, text=True, timeout=300, check=False)
+    proc = run_ansible_playbook(tmp_path, max_nodes=1, interval=1, continuous=True, max_polls=polls, **extra)
     docs = json_documents(proc.stdout)
     assert docs, "no JSON output (rc %d):\n%s\n%s" % (proc.returncode, proc.stdout[-3000:], proc.stderr[-3000:])
     *polls_out, own = docs

@@ -62,6 +62,18 @@ def make_qmaster(tmp_path, qstat, qhost=None):
 def run_playbook(tmp_path, check=False, **extra):
     """loadbalance.yml on the fake qmaster with the test's variables (``extra`` overrides them);
     (the process, the json callback's output)."""
+    proc = run_ansible_playbook(tmp_path, check, **extra)
+    try:
+        # from the first "{" line: the pause module (between polls) prints its own lines first
+        out = json.loads(proc.stdout[proc.stdout.index("{\n"):])
+    except ValueError:  # pragma: no cover - shown when the play itself broke
+        raise AssertionError("ansible-playbook printed no JSON (rc %d):\n%s\n%s"
+                             % (proc.returncode, proc.stdout[-3000:], proc.stderr[-3000:]))
+    return proc, out
+
+
+def run_ansible_playbook(tmp_path, check=False, **extra):
+    """The ansible-playbook process of :func:`run_playbook` (json callback), its output unparsed."""
     qmaster = tmp_path / "qmaster"
     inventory = tmp_path / "inventory.json"
     inventory.write_text(json.dumps({"all": {"children": {"faketest": {"children": {"faketest_master": {
@@ -78,15 +90,8 @@ def run_playbook(tmp_path, check=False, **extra):
     env.pop("ANSIBLE_CONFIG", None)
     tool = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
     argv = [tool, "-i", str(inventory), PLAYBOOK, "-e", json.dumps(variables)] + (["--check"] if check else [])
-    proc = subprocess.run(argv, cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=300,
+    return subprocess.run(argv, cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=300,
                           check=False)
-    try:
-        # from the first "{" line: the pause module (between polls) prints its own lines first
-        out = json.loads(proc.stdout[proc.stdout.index("{\n"):])
-    except ValueError:  # pragma: no cover - shown when the play itself broke
-        raise AssertionError("ansible-playbook printed no JSON (rc %d):\n%s\n%s"
-                             % (proc.returncode, proc.stdout[-3000:], proc.stderr[-3000:]))
-    return proc, out
 
 
 def balancer_plays(out):

@@ -54,10 +54,15 @@ def role_vars(**extra):
 
 def failing(variables):
     """The conditions of the role's input check (tasks/main.yml) that fail with ``variables``."""
-    that = [task for task in _load('tasks', 'main.yml') if 'ansible.builtin.assert' in task][0]
+    return conditions_failing([task for task in _load('tasks', 'main.yml') if 'ansible.builtin.assert' in task][0],
+                              variables)
+
+
+def conditions_failing(assert_task, variables):
+    """The conditions of an ``ansible.builtin.assert`` task that fail (or cannot be evaluated)."""
     templar = Templar(loader=DataLoader(), variables=variables)
     out = []
-    for cond in that['ansible.builtin.assert']['that']:
+    for cond in assert_task['ansible.builtin.assert']['that']:
         try:
             if not templar.evaluate_conditional(trust_as_template(cond)):
                 out.append(cond)

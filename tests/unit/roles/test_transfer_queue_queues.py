@@ -20,7 +20,7 @@ from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
 from ansible_collections.gridengine.balancer.tests.unit.roles.test_transfer_queue import (
-    ROLE, _load, _render, role_vars, tasks)
+    ROLE, _load, _render, conditions_failing, role_vars, tasks)
 
 pytestmark = pytest.mark.filterwarnings("ignore:invalid escape sequence:DeprecationWarning")
 
@@ -65,16 +65,8 @@ def slots_and_thresholds(variables, partner_slots=40):
 
 def asserts_failing(variables):
     """The conditions of the role's second input check (the queues) that fail."""
-    spec = _main_task('Check the transfer queues (transfer_queue_queues) and the high-throughput mode')
-    templar = Templar(loader=DataLoader(), variables=variables)
-    out = []
-    for cond in spec['ansible.builtin.assert']['that']:
-        try:
-            if not templar.evaluate_conditional(trust_as_template(cond)):
-                out.append(cond)
-        except Exception:  # pylint: disable=broad-except
-            out.append(cond)
-    return out
+    return conditions_failing(
+        _main_task('Check the transfer queues (transfer_queue_queues) and the high-throughput mode'), variables)
 
 
 # --------------------------------------------------------------------------- the queue list ----
