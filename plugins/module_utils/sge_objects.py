@@ -29,6 +29,7 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin impo
     CommandFailed,
     SgeAdminError,
     canonical,
+    to_sge_value,
 )
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import describe
 
@@ -227,3 +228,28 @@ PE_ATTRIBUTES = tuple(k for k, _v in PE_TEMPLATE)
 PE_MISSING = re.compile(r"is not a parallel environment|does not exist", re.I)
 # qconf -sconf HOST of a host without a local configuration
 CONF_MISSING = re.compile(r"configuration \S+ not defined|does not exist", re.I)
+
+
+# ---------------------------------------------------------------------------------------------
+# configurations (sched_conf(5), sge_conf(5))
+# ---------------------------------------------------------------------------------------------
+
+def checked_parameters(parameters, option, keep_none=False):
+    """``{name: text}`` of parameters given to a module, in name order, or SgeAdminError naming
+    the first bad one. Texts as :func:`sge_admin.to_sge_value` writes them; with ``keep_none``
+    a None value stays None (a parameter to remove)."""
+    checked = {}
+    for name in sorted(parameters or {}, key=str):
+        msg = pattern_error(PARAMETER_RE, name, option, "a parameter name (letters, digits, '_')")
+        if msg:
+            raise SgeAdminError(msg)
+        value = parameters[name]
+        if value is None and keep_none:
+            checked[name] = None
+            continue
+        text = to_sge_value(name, value)
+        msg = line_value_error("%s.%s" % (option, name), text)
+        if msg:
+            raise SgeAdminError(msg)
+        checked[name] = text
+    return checked
