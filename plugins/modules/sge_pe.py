@@ -45,7 +45,7 @@ options:
     default: present
   attributes:
     description:
-      - PE attributes to ensure, named as in C(qconf -sp) (sge_pe(5)): C(slots), C(user_lists),
+      - PE attributes to ensure, named as in C(qconf -sp) (sge_pe(5)), that is C(slots), C(user_lists),
         C(xuser_lists), C(start_proc_args), C(stop_proc_args), C(allocation_rule),
         C(control_slaves), C(job_is_first_task), C(urgency_slots), C(accounting_summary),
         C(qsort_args), or another attribute the existing PE has. C(pe_name) is O(name) and
