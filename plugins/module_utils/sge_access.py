@@ -193,3 +193,34 @@ def _text(blob):
     if isinstance(blob, (bytes, bytearray)):
         return bytes(blob).decode("utf-8", "replace")
     return blob
+
+
+# ---------------------------------------------------------------------------------------------
+# objects read with a list command and one show command (projects, user sets)
+# ---------------------------------------------------------------------------------------------
+
+def read_named(admin, label, list_option, show_option, name):
+    """The object ``name`` parsed (``qconf <show_option> NAME``), or None when ``qconf
+    <list_option>`` does not list it. The list is asked first, so a missing object is told by
+    the list (Grid Engine's "no ... defined" answer is an empty list), not by the wording of
+    the show command's error."""
+    if name not in admin.show_list(label, list_option):
+        return None
+    obj = admin.show_object(label, show_option, name)
+    if obj is None:
+        raise SgeAdminError("%s: listed by qconf %s but qconf %s %s found nothing"
+                            % (label, list_option, show_option, name))
+    return obj
+
+
+def names_value(names):
+    """A Grid Engine list value: names joined with commas, ``NONE`` when empty."""
+    return ",".join(names) if names else "NONE"
+
+
+def object_text(obj):
+    """``key value`` lines of ``obj`` for a diff; ``""`` for no object."""
+    if not obj:
+        return ""
+    width = max(len(k) for k in obj)
+    return "".join("%s %s\n" % (k.ljust(width), v) for k, v in obj.items())

@@ -1,0 +1,183 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gridengine.balancer developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: sge_manager
+short_description: Add or remove Grid Engine managers and operators
+version_added: 0.1.0
+author:
+  - gridengine.balancer developers (@gridengine)
+extends_documentation_fragment:
+  - gridengine.balancer.sge
+description:
+  - Makes sure that users are, or are not, on Grid Engine's manager list (C(qconf -sm), C(-am),
+    C(-dm)) or operator list (C(qconf -so), C(-ao), C(-do)).
+  - Reads the list first and runs a command only for a user whose entry differs, one user per
+    command; users of the list that are not named are never touched. The list is read again
+    after a change; RV(users), C(changed) and the diff show what Grid Engine stored.
+options:
+  role:
+    description:
+      - V(manager) (full access to the configuration) or V(operator) (operates the cluster but
+        cannot change its configuration).
+    type: str
+    choices: [manager, operator]
+    default: manager
+  users:
+    description:
+      - User names (letters, digits, V(_), V(.), V(-), not starting with V(.) or V(-)); anything
+        else fails the module before anything runs.
+    type: list
+    elements: str
+    required: true
+    aliases: [user, name]
+  state:
+    description:
+      - V(present) adds each user not on the list, V(absent) removes each user on it.
+      - Grid Engine never removes C(root) or its admin user (C(admin_user) of
+        C($SGE_ROOT/$SGE_CELL/common/bootstrap)) from either list; asking for it fails the module
+        before anything changes.
+    type: str
+    choices: [present, absent]
+    default: present
+notes:
+  - Run it on the qmaster host or another Grid Engine admin host, as a Grid Engine manager.
+  - In check mode nothing is run that changes the cluster; the result tells what would change.
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+seealso:
+  - module: gridengine.balancer.sge_userset
+  - name: Grid Engine qconf(1)
+    description: Manual page of the command the module runs.
+    link: https://arc.liv.ac.uk/SGE/htmlman/htmlman1/qconf.html
+"""
+
+EXAMPLES = r"""
+- name: Let the balancer's service user manage the cluster
+  gridengine.balancer.sge_manager:
+    users: [balancer]
+
+- name: An operator who may suspend and disable queues
+  gridengine.balancer.sge_manager:
+    role: operator
+    users: oncall
+
+- name: Take a former admin off the manager list
+  gridengine.balancer.sge_manager:
+    users: olduser
+    state: absent
+"""
+
+RETURN = r"""
+role:
+  description: The list, V(manager) or V(operator).
+  returned: always
+  type: str
+  sample: manager
+users:
+  description:
+    - The whole list after the run (in check mode, the list the run would leave).
+  returned: always
+  type: list
+  elements: str
+  sample: [root, sgeadmin, balancer]
+commands:
+  description:
+    - The commands that changed the cluster, in order; in check mode, those that would have run.
+      On failure, the commands run so far, the failing one last.
+  returned: always
+  type: list
+  elements: str
+  sample: ["qconf -am balancer"]
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gridengine.balancer.plugins.module_utils.sge_access import (
+    admin_user,
+    check,
+    unique,
+    user_error,
+)
+from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin import (
+    SgeAdmin,
+    SgeAdminError,
+)
+from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import sge_argument_spec
+
+# role: (label, show, add, delete)
+ROLES = {
+    "manager": ("manager list", "-sm", "-am", "-dm"),
+    "operator": ("operator list", "-so", "-ao", "-do"),
+}
+
+
+def _text(users):
+    return "".join("%s\n" % u for u in users)
+
+
+def run(module, admin):
+    role = module.params["role"]
+    state = module.params["state"]
+    users = unique(module.params["users"])
+    label, show, add, delete = ROLES[role]
+
+    before = admin.show_list(label, show)
+    after = list(before)
+    if state == "present":
+        for user in users:
+            if user not in after:
+                admin.change(label, "qconf", [add, user])
+                after.append(user)
+    else:
+        kept = ["root"] + [u for u in [admin_user(admin)] if u]
+        refused = [u for u in users if u in kept and u in before]
+        if refused:
+            raise SgeAdminError(
+                "%s: %s is root or Grid Engine's admin user, which Grid Engine keeps on the list; "
+                "nothing was changed" % (label, refused[0]))
+        for user in users:
+            if user in after:
+                admin.change(label, "qconf", [delete, user])
+                after.remove(user)
+
+    if admin.commands and not module.check_mode:
+        after = admin.show_list(label, show)
+    changed = bool(admin.commands) if module.check_mode else sorted(before) != sorted(after)
+    result = dict(changed=changed, role=role, users=after, commands=admin.commands)
+    if module._diff:
+        result["diff"] = dict(before=_text(before), after=_text(after),
+                              before_header=label, after_header=label)
+    return result
+
+
+def main():
+    argument_spec = dict(
+        role=dict(type="str", choices=["manager", "operator"], default="manager"),
+        users=dict(type="list", elements="str", required=True, aliases=["user", "name"]),
+        state=dict(type="str", choices=["present", "absent"], default="present"),
+    )
+    argument_spec.update(sge_argument_spec())
+    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    admin = None
+    try:
+        check(user_error(u, "users") for u in module.params["users"])
+        admin = SgeAdmin(module, module.params["sge_root"], module.params["sge_cell"],
+                         module.params["sge_qmaster_port"])
+        result = run(module, admin)
+    except SgeAdminError as exc:
+        module.fail_json(msg=str(exc), commands=admin.commands if admin else [])
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

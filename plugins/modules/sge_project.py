@@ -1,0 +1,216 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gridengine.balancer developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: sge_project
+short_description: Manage a Grid Engine project
+version_added: 0.1.0
+author:
+  - gridengine.balancer developers (@gridengine)
+extends_documentation_fragment:
+  - gridengine.balancer.sge
+description:
+  - Creates, changes and deletes a Grid Engine project (project(5)). Only the options given are
+    compared and changed; the others keep their values.
+  - The project list is read with C(qconf -sprjl) and the project with C(qconf -sprj NAME); a new
+    project is added with C(qconf -Aprj FILE), a changed one written with C(qconf -Mprj FILE)
+    (the project as read, the differing values replaced), and C(qconf -dprj NAME) deletes one.
+    C(qconf -aprj)/C(-mprj) start an editor and are never used. Object files are private
+    temporary files (mode 0600), removed afterwards.
+  - The project is read again after a change; C(changed), RV(project) and the diff show what
+    Grid Engine stored.
+options:
+  name:
+    description:
+      - Project name. Letters, digits, V(_), V(.), V(-), not starting with V(.) or V(-) (the
+        portable part of Grid Engine's object names); nothing runs otherwise.
+    type: str
+    required: true
+  state:
+    description:
+      - V(present) creates the project when it does not exist and sets the options given.
+      - V(absent) deletes it. Grid Engine refuses while a queue, host, job or the configuration
+        still names it; the module then fails with Grid Engine's message.
+    type: str
+    choices: [present, absent]
+    default: present
+  acl:
+    description:
+      - User sets (M(gridengine.balancer.sge_userset)) whose users may submit to the project; an
+        empty list is C(NONE) (everyone not excluded by O(xacl)). Order does not matter.
+    type: list
+    elements: str
+  xacl:
+    description:
+      - User sets whose users may not submit to the project; an empty list is C(NONE).
+    type: list
+    elements: str
+  fshare:
+    description:
+      - Functional shares of the project. A new project gets C(0) when not given.
+    type: int
+  oticket:
+    description:
+      - Override tickets of the project. A new project gets C(0) when not given.
+    type: int
+notes:
+  - Run it on the qmaster host or another Grid Engine admin host, as a Grid Engine manager.
+  - In check mode nothing is run that changes the cluster; the result tells what would change.
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+seealso:
+  - module: gridengine.balancer.sge_userset
+  - module: gridengine.balancer.sge_rqs
+  - name: Grid Engine project(5)
+    description: The project attributes.
+    link: https://arc.liv.ac.uk/SGE/htmlman/htmlman5/project.html
+"""
+
+EXAMPLES = r"""
+- name: A project for the chemistry group, open to one user set
+  gridengine.balancer.sge_project:
+    name: chemistry
+    acl: [chemists]
+    fshare: 100
+
+- name: Delete a project no job uses any more
+  gridengine.balancer.sge_project:
+    name: oldproject
+    state: absent
+"""
+
+RETURN = r"""
+project:
+  description:
+    - The project after the run (in check mode, as the run would leave it) as Grid Engine
+      prints it, values as text; empty when it does not exist.
+  returned: always
+  type: dict
+  sample: {"name": "chemistry", "oticket": "0", "fshare": "100", "acl": "chemists", "xacl": "NONE"}
+commands:
+  description:
+    - The commands that changed the cluster, in order; in check mode, those that would have run.
+      C(FILE) stands for the temporary object file.
+  returned: always
+  type: list
+  elements: str
+  sample: ["qconf -Aprj FILE"]
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gridengine.balancer.plugins.module_utils.sge_access import (
+    check,
+    names_value,
+    object_error,
+    object_text,
+    read_named,
+    unique,
+)
+from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin import (
+    SgeAdmin,
+    SgeAdminError,
+    same_value,
+)
+from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import sge_argument_spec
+
+FIELDS = ("name", "oticket", "fshare", "acl", "xacl")
+# canonical() ignores the order of these lists
+LIST_ATTR = "user_lists"
+
+
+def _wanted(params):
+    wanted = {}
+    for key in ("acl", "xacl"):
+        if params[key] is not None:
+            wanted[key] = names_value(unique(params[key]))
+    for key in ("oticket", "fshare"):
+        if params[key] is not None:
+            wanted[key] = str(params[key])
+    return wanted
+
+
+def _differs(current, wanted):
+    return [k for k, v in wanted.items()
+            if not same_value(LIST_ATTR if k in ("acl", "xacl") else k, current.get(k, "NONE"), v)]
+
+
+def run(module, admin):
+    name = module.params["name"]
+    label = "project %s" % name
+    wanted = _wanted(module.params)
+    before = read_named(admin, label, "-sprjl", "-sprj", name)
+    after = before
+    if module.params["state"] == "absent":
+        if before is not None:
+            admin.change(label, "qconf", ["-dprj", name])
+            after = None
+    elif before is None:
+        after = dict(name=name, oticket="0", fshare="0", acl="NONE", xacl="NONE")
+        after.update(wanted)
+        admin.change_with_file(label, "-Aprj", after)
+    else:
+        differs = _differs(before, wanted)
+        if differs:
+            after = dict((k, before.get(k, "NONE")) for k in FIELDS)
+            after["name"] = name
+            after.update(dict((k, wanted[k]) for k in differs))
+            admin.change_with_file(label, "-Mprj", after)
+    if admin.commands and not module.check_mode and module.params["state"] == "present":
+        after = read_named(admin, label, "-sprjl", "-sprj", name)
+        if after is None:
+            raise SgeAdminError("%s: not found after qconf reported success" % label)
+        stored = _differs(after, wanted)
+        if stored:
+            module.warn("%s: Grid Engine stored %s differently than given (%s)"
+                        % (label, ", ".join(stored),
+                           ", ".join("%s %s" % (k, after.get(k)) for k in stored)))
+    if module.check_mode:
+        changed = bool(admin.commands)
+    else:
+        changed = (before is None) != (after is None) or bool(
+            before and after and _differs(before, dict((k, after.get(k, "NONE")) for k in FIELDS)))
+    result = dict(changed=changed, project=after or {}, commands=admin.commands)
+    if module._diff:
+        result["diff"] = dict(before=object_text(before), after=object_text(after),
+                              before_header=label, after_header=label)
+    return result
+
+
+def main():
+    argument_spec = dict(
+        name=dict(type="str", required=True),
+        state=dict(type="str", choices=["present", "absent"], default="present"),
+        acl=dict(type="list", elements="str"),
+        xacl=dict(type="list", elements="str"),
+        fshare=dict(type="int"),
+        oticket=dict(type="int"),
+    )
+    argument_spec.update(sge_argument_spec())
+    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    admin = None
+    try:
+        p = module.params
+        check([object_error(p["name"], "name", "project")]
+              + [object_error(n, key, "user set") for key in ("acl", "xacl") for n in p[key] or []])
+        for key in ("fshare", "oticket"):
+            if p[key] is not None and p[key] < 0:
+                raise SgeAdminError("%s: %s is negative; Grid Engine takes 0 or more" % (key, p[key]))
+        admin = SgeAdmin(module, p["sge_root"], p["sge_cell"], p["sge_qmaster_port"])
+        result = run(module, admin)
+    except SgeAdminError as exc:
+        module.fail_json(msg=str(exc), commands=admin.commands if admin else [])
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
