@@ -27,7 +27,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", ".collections"))
 
 from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_state import dumps  # noqa: E402
-from ansible_collections.gridengine.balancer.plugins.plugin_utils.policy import elastic  # noqa: E402
+from ansible_collections.gridengine.balancer.plugins.plugin_utils.policy import elastic, elastic_state  # noqa: E402
 
 T0 = 1700000000.0
 
@@ -55,7 +55,7 @@ def main():
                         help="one record per pending job, as before the bound (PENDING_RECORDS_LIMIT lifted)")
     args = parser.parse_args()
     if args.unbounded:
-        elastic.PENDING_RECORDS_LIMIT = sys.maxsize
+        elastic_state.PENDING_RECORDS_LIMIT = sys.maxsize
     config = {"master": "master", "max_nodes": 5, "stabilization_time": 0}
     state = {}
     for poll in (0, 1):
@@ -71,7 +71,7 @@ def main():
         print("poll %d: %d pending jobs, %d per-job records in the state, state file %d bytes (%.2f MB); "
               "decide %.2f s, writing the text %.2f s" % (poll + 1, args.pending, len(state["jobs"]["pending"]),
                                                           size, size / 1e6, took, took_dumps))
-    bound = getattr(elastic, "PENDING_RECORDS_LIMIT", None)
+    bound = getattr(elastic_state, "PENDING_RECORDS_LIMIT", None)
     print("records bound: %s" % ("none (one record per pending job)" if bound in (None, sys.maxsize) else bound))
 
 

@@ -17,7 +17,7 @@ import sys
 
 import pytest
 
-from ansible_collections.gridengine.balancer.plugins.plugin_utils.policy import elastic
+from ansible_collections.gridengine.balancer.plugins.plugin_utils.policy import elastic, elastic_state
 
 T0 = 1700000000.0
 # add_nodes_per_iter 1 (StarCluster's, set explicitly: the default profile has no per-poll limit): the
@@ -45,7 +45,8 @@ def _snap(now, pending, running=()):
 
 def _polls(snaps, limit, monkeypatch):
     """The plans of consecutive polls (each on the state of the one before) with the bound ``limit``."""
-    monkeypatch.setattr(elastic, "PENDING_RECORDS_LIMIT", limit)
+    # the bound lives with the job history (elastic_state.py); elastic re-exports its default
+    monkeypatch.setattr(elastic_state, "PENDING_RECORDS_LIMIT", limit)
     state, plans = {}, []
     for now, snap in snaps:
         plan = elastic.decide(snap, state, CONFIG, now)
@@ -133,7 +134,7 @@ def test_a_job_with_a_submit_time_left_out_keeps_its_exact_wait(monkeypatch):
 
 
 def test_a_state_from_before_the_bound_loads_and_is_bounded_at_the_next_poll(monkeypatch):
-    monkeypatch.setattr(elastic, "PENDING_RECORDS_LIMIT", 3)
+    monkeypatch.setattr(elastic_state, "PENDING_RECORDS_LIMIT", 3)
     jobs = [_job(n, T0 - 100) for n in range(1, 11)]
     old = {"schema": 1, "last_poll": T0 - 60, "nodes": {}, "jobs": {"pending": {
         str(n): {"submit_time": T0 - 100, "first_seen": T0 - 60 - n} for n in range(1, 11)}}}

@@ -1,0 +1,342 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gridengine.balancer
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""State and history of the elastic policy (policy/elastic.py): what survives between polls.
+
+Reading a saved state of any schema (:func:`_read_state`), the bound on the pending jobs' records
+(:data:`PENDING_RECORDS_LIMIT`, :func:`_oldest_records`), the clocks kept per host (unknown since,
+left at), the launch failures already seen, a waiting job's wait, the job history (pending, running,
+started, finished) and the statistics row built from it.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Mapping
+
+from .elastic_common import SCHEMA, _is_int, _is_mapping, _is_number, _num, _plural, fmt_duration
+
+#: Bounds on the job history kept in the state (per list), whatever the lookback window.
+HISTORY_LIMIT = 5000
+#: Per-job records of pending jobs kept in the state (issue 20: one record per pending job made the
+#: state 17 MB at 200,000 pending jobs, rewritten every poll). The records kept are the oldest by
+#: first_seen, jobs without a submit time first (their wait is known only from their record); see
+#: :meth:`StateHistory._history` and docs/elastic.md, "The state file".
+PENDING_RECORDS_LIMIT = 2000
+
+
+def _read_state(state, warnings, trusted=False):
+    """Known keys of a state of any schema; unknown keys are ignored, bad values dropped.
+
+    ``trusted``: ``state`` comes from :func:`_decide_validated` (node records are read as they are).
+    """
+    if not isinstance(state, Mapping):
+        if state is not None:
+            warnings.append("state: not a mapping (%s); starting with an empty state" % type(state).__name__)
+        state = {}
+    schema = state.get("schema")
+    if _is_int(schema) and schema > SCHEMA:
+        warnings.append("state: schema %d is newer than %d; reading the keys this version knows" % (schema, SCHEMA))
+
+    def typed(key, kind, default):
+        value = state.get(key, default)
+        if value is not default and not isinstance(value, kind):
+            warnings.append("state: %r has an unexpected type; ignored" % key)
+            return default
+        return value
+
+    out = {
+        "first_poll": "nodes" not in state or not isinstance(state.get("nodes"), Mapping),
+        "last_poll": _num(state.get("last_poll")),
+        "last_change": _num(state.get("last_change")),
+        "last_change_reason": state.get("last_change_reason") if isinstance(state.get("last_change_reason"), str) else None,
+        "cluster_size": state.get("cluster_size") if _is_int(state.get("cluster_size")) else None,
+        "nodes": {},
+        "booting": [],
+        "pending": {},
+        "running": {},
+        "started": [],
+        "finished": [],
+        # the newest launch failure (``launches``) already taken into account; the key is absent
+        # from states written before launches were known (then every failure so far counts as seen)
+        "launch_failure_known": "last_launch_failure" in state,
+        "last_launch_failure": _num(state.get("last_launch_failure")),
+        # hosts that left -> when a poll first missed them; absent from states written before the
+        # key existed (then nothing is known to have left) and from lean states
+        "removed": {},
+        # unknown hosts -> when the first poll of their current unknown spell saw them; absent from
+        # states written before the key existed (then every unknown host's clock starts now)
+        "unknown": {},
+    }
+    if out["last_launch_failure"] is None and state.get("last_launch_failure") is not None:
+        warnings.append("state: 'last_launch_failure' is not a time; ignored (the launch failures known now count as seen)")
+        out["launch_failure_known"] = False
+    if trusted and "nodes" in state:
+        out["nodes"] = state["nodes"]
+    nodes = out["nodes"]
+    for name, node in () if trusted else typed("nodes", Mapping, {}).items():
+        if _is_mapping(node):
+            get = node.get
+            record = {"first_seen": _num(get("first_seen")), "joined": _num(get("joined")),
+                      "last_busy": _num(get("last_busy"))}
+            damaged = [k for k, v in record.items() if v is None and get(k) is not None]
+            if get("launched") is True:
+                record["launched"] = True
+            if damaged:
+                # a clock that cannot be read must not make the node look idle since first_seen:
+                # forget the node's record, so it is seen as new (its idle clock starts now)
+                warnings.append("state: node %s has unreadable %s; its idle clock starts again"
+                                % (name, ", ".join(sorted(damaged))))
+                continue
+            nodes[str(name)] = record
+    for name, left in () if trusted else typed("removed", Mapping, {}).items():
+        left_at = _num(left)
+        if left_at is None:
+            warnings.append("state: removed node %s has no readable time; its name may be reused" % name)
+            continue
+        out["removed"][str(name)] = float(left_at)
+    for name, since in typed("unknown", Mapping, {}).items():
+        since_at = _num(since)
+        if since_at is None:
+            warnings.append("state: unknown node %s has no readable time; its unknown clock starts again" % name)
+            continue
+        out["unknown"][str(name)] = float(since_at)
+    for entry in typed("booting", list, []):
+        requested = _num(entry.get("requested_at")) if isinstance(entry, Mapping) else _num(entry)
+        if requested is not None:
+            out["booting"].append(requested)
+    out["booting"].sort()
+    jobs = typed("jobs", Mapping, {})
+    if isinstance(jobs.get("pending"), Mapping):
+        for key, rec in jobs["pending"].items():
+            if isinstance(rec, Mapping):
+                out["pending"][str(key)] = {"submit_time": _num(rec.get("submit_time")),
+                                            "first_seen": _num(rec.get("first_seen"))}
+    if isinstance(jobs.get("running"), Mapping):
+        for key, start in jobs["running"].items():
+            out["running"][str(key)] = _num(start)
+    for name in ("started", "finished"):
+        if isinstance(jobs.get(name), list):
+            for row in jobs[name]:
+                if isinstance(row, (list, tuple)) and len(row) == 3 and _is_number(row[1]) and _is_number(row[2]):
+                    out[name].append([str(row[0]), float(row[1]), float(row[2])])
+    return out
+
+
+def _record_order(item):
+    """Sort key of a pending job's record ``(key, {submit_time, first_seen})``: jobs without a
+    submit time first, then the oldest first_seen, then the oldest submit time, then the lowest
+    job number (Grid Engine numbers jobs in submit order)."""
+    key, rec = item
+    try:
+        number = int(key)
+    except ValueError:
+        number = math.inf
+    submit = rec["submit_time"]
+    return (submit is not None, rec["first_seen"], submit if submit is not None else 0.0, number, key)
+
+
+def _oldest_records(pending, limit):
+    """The ``limit`` records of ``pending`` (job key -> record) that the state keeps, in their order.
+
+    The policy reads a pending job's record in two places: ``_waited`` takes the wait of a job
+    without a submit time from its ``first_seen``, and ``_history`` takes the wait of a job that
+    has just started from its record (the ``started`` rows, the stats' ``avg_wait`` when qacct has
+    none). Kept first: every job without a submit time (the only records that decide anything),
+    oldest first_seen first; then the jobs with one, oldest first. A kept record is carried
+    unchanged, so nothing decided about its job changes. A job left out has no record at the next
+    poll: with a submit time its wait is still exact; without one it waits 0 s for the policy until
+    it is among the ``limit`` kept (it is younger, by first_seen, than every kept job without a
+    submit time), and from then on its wait counts from the poll that first kept it. A job that
+    starts without a record is not in ``started`` (as one never seen waiting).
+    """
+    keep = set(key for key, dummy in heapq.nsmallest(limit, pending.items(), key=_record_order))
+    return dict((key, rec) for key, rec in pending.items() if key in keep)
+
+
+class StateHistory(object):
+    """Part of :class:`policy.elastic._Decision`: clocks, job history and statistics."""
+
+    def _unknown_clocks(self):
+        """``self.unknown_since``: unknown host -> when this spell of unknown state began.
+
+        A spell goes on from the previous poll's record only if that poll was at most three
+        intervals ago (the same gap that warns): after a gap nobody knows whether the host was
+        known again in between, so its clock starts now. A clock in the future (the qmaster's clock
+        went back) counts as ``now``. A host known again is forgotten.
+        """
+        if self.hints is not None:
+            unknown = self.hints["unknown"]
+        else:
+            unknown = [name for name, st in self.status.items() if st["unknown"]]
+        prev = self.prev
+        carry = prev["unknown"] if (prev["last_poll"] is not None
+                                    and 0 <= self.now - prev["last_poll"] <= 3 * self.cfg["interval"]) else {}
+        now = self.now
+        self.unknown_since = {name: min(carry.get(name, now), now) for name in sorted(unknown)}
+
+    def _left_recently(self):
+        """Hosts that left the cluster less than ``name_reuse_time`` ago -> when a poll first missed them.
+
+        A host the previous poll saw and this one does not is recorded at this poll's time: at most
+        one interval after it really left, so the window errs on the long side. A host seen again is
+        forgotten, so is one that left ``name_reuse_time`` or more ago (a time after ``now``, from a
+        clock that went back, counts as ``now``). ``name_reuse_time`` 0 records nothing. Only the
+        naming of new nodes reads it (``plan["recently_removed"]``).
+        """
+        window = self.cfg["name_reuse_time"]
+        if not window:
+            return {}
+        now, present = self.now, self.node_names
+        left = dict(self.prev["removed"])
+        if not self.prev["first_poll"]:
+            for name in self.before - present:
+                left[name] = now
+        return {name: min(at, now) for name, at in sorted(left.items())
+                if name not in present and now - min(at, now) < window}
+
+    def _forget_failed_launches(self, booting):
+        """Drop from ``booting`` (sorted, oldest first) the requests whose launch failed.
+
+        A failure of ``launches`` is new when it is later than the newest one this state has seen
+        (both on the reconciliation's clock, never compared with ``now``); a state that has not
+        seen failures yet (written before launches were known, or the first poll) takes the ones
+        listed now as seen.  A new failure of kind ``timeout`` is an instance that launched and
+        was terminated later: its request stays until ``boot_timeout``, as before.  Any other kind
+        is a launch that failed: the poll launches a plan's nodes one after the other and stops at
+        the first failure, so the newest plan's requests still booting (those of its nodes that
+        joined were taken by the new hosts) failed or were never launched, and are dropped.
+        """
+        failures = self.launches["failures"]
+        newest = max((f["time"] for f in failures), default=None)
+        mark = self.launch_mark
+        fresh = [f for f in failures if mark is None or f["time"] > mark] if self.launch_mark_known else []
+        if newest is not None:
+            self.launch_mark = newest if mark is None else max(mark, newest)
+        self.launch_mark_known = True
+        failed = [f for f in fresh if f["kind"] != "timeout"]
+        if not failed or not booting:
+            return
+        newest_request = booting[-1]
+        dropped = 0
+        while booting and booting[-1] == newest_request:
+            booting.pop()
+            dropped += 1
+        last = failed[-1]
+        self.launch_items.append({"action": "none", "reason": "no longer booting: %s requested %s ago, whose launch "
+                                  "failed (%s on %s%s)" % (
+                                      _plural(dropped, "node"), fmt_duration(self.now - newest_request), last["kind"],
+                                      last["node"] or "?", (": %s" % last["code"]) if last["code"] else "")})
+
+    def _waited(self, job):
+        submit = _num(job.get("submit_time"))
+        if submit is None:
+            rec = self.prev["pending"].get(str(job.get("id")))
+            submit = rec["first_seen"] if rec and rec["first_seen"] is not None else self.now
+        return max(0.0, self.now - submit)
+
+    # ---- job history and stats -----------------------------------------------------------------
+    def _history(self):
+        prev, now, snap = self.prev, self.now, self.snap
+        window = self.cfg["lookback_window"] * 60.0
+        pending = {}
+        for job in snap["pending"]:
+            key = str(job.get("id"))
+            old = prev["pending"].get(key) or {}
+            pending[key] = {"submit_time": _num(job.get("submit_time"), old.get("submit_time")),
+                            "first_seen": old.get("first_seen") if old.get("first_seen") is not None else now}
+        if len(pending) > PENDING_RECORDS_LIMIT:
+            pending = _oldest_records(pending, PENDING_RECORDS_LIMIT)
+        running = {}
+        started = [r for r in prev["started"] if r[1] >= now - window]
+        finished = [r for r in prev["finished"] if r[1] >= now - window]
+        for job in snap["running"]:
+            key = str(job.get("id")) if job.get("task") in (None, "") else "%s.%s" % (job.get("id"), job.get("task"))
+            start = _num(job.get("start_time"))
+            running[key] = start if start is not None else prev["running"].get(key, now)
+            if key in prev["running"] or prev["first_poll"]:
+                continue
+            rec = prev["pending"].get(str(job.get("id")))
+            if rec is None:
+                continue  # never seen waiting: its wait is unknown
+            submit = rec["submit_time"] if rec["submit_time"] is not None else rec["first_seen"]
+            begin = running[key]
+            if submit is not None and begin is not None and begin >= now - window:
+                started.append([key, begin, max(0.0, begin - submit)])
+        if prev["last_poll"] is not None:
+            # ended between the last poll and this one: take the midpoint as its end
+            end = (prev["last_poll"] + now) / 2.0
+            for key, start in prev["running"].items():
+                if key not in running and start is not None and end >= now - window:
+                    finished.append([key, end, max(0.0, end - start)])
+        self.jobs_state = {
+            "pending": pending,
+            "running": running,
+            "started": started[-HISTORY_LIMIT:],
+            "finished": finished[-HISTORY_LIMIT:],
+        }
+
+    def _stats(self):
+        snap = self.snap
+        acct = snap.get("accounting") if isinstance(snap.get("accounting"), Mapping) else {}
+
+        def mean(rows):
+            return sum(r[2] for r in rows) / len(rows) if rows else None
+
+        # qacct (when the snapshot has it) is authoritative; else our own observations.
+        avg_duration = _num(acct.get("avg_duration"))
+        if avg_duration is None:
+            avg_duration = mean(self.jobs_state["finished"])
+        avg_wait = _num(acct.get("avg_wait"))
+        if avg_wait is None:
+            avg_wait = mean(self.jobs_state["started"])
+        loads = [_num(h.get("load_avg")) for h in self.hosts.values()]
+        loads = [v for v in loads if v is not None]
+        slots = sum(h.get("slots_total") for h in self.hosts.values() if _is_int(h.get("slots_total")))
+        queued = 0
+        for job in snap["pending"]:
+            queued += job["task_count"] if _is_int(job.get("task_count")) and job["task_count"] > 0 else 1
+        return {
+            "time": self.now,
+            "hosts": len(self.hosts),
+            "running_jobs": len(snap["running"]),
+            "queued_jobs": queued,
+            "slots": slots,
+            "avg_duration": avg_duration,
+            "avg_wait": avg_wait,
+            "avg_load": (sum(loads) / len(loads)) if loads else 0.0,
+        }
+
+    def _new_state(self, add, remove):
+        """The state this poll writes (``plan["state"]``), after adding ``add`` nodes and removing ``remove``."""
+        cfg, now = self.cfg, self.now
+        # Removed nodes stay recorded until a poll no longer sees them.
+        if self.lean:  # self.nodes holds fresh copies no one else sees
+            nodes_state = self.nodes
+        else:
+            nodes_state = {name: dict(self.nodes[name]) for name in sorted(self.nodes)}
+        booting = list(self.booting_times) + [now] * add
+        last_change, last_change_reason = self.last_change, self.last_change_reason
+        if add or remove:
+            last_change = now
+            last_change_reason = "plan: " + "; ".join(
+                (["add %d" % add] if add else []) + (["remove " + ", ".join(remove)] if remove else []))
+        new_state = {
+            "schema": SCHEMA,
+            "profile": cfg["profile"],
+            "last_poll": now,
+            "last_change": last_change,
+            "last_change_reason": last_change_reason,
+            "cluster_size": self.cluster_size,
+            "nodes": nodes_state,
+            "booting": [{"requested_at": t} for t in booting],
+            "jobs": self.jobs_state,
+        }
+        if self.launch_mark_known:
+            new_state["last_launch_failure"] = self.launch_mark
+        if self.removed:  # (without the key when empty: name_reuse_time 0 writes the state as before)
+            new_state["removed"] = dict(self.removed)
+        if self.unknown_since:  # (without the key when no host is unknown: the state as before)
+            new_state["unknown"] = dict(self.unknown_since)
+        return new_state
