@@ -104,17 +104,19 @@ def test_every_file_the_role_writes_has_owner_group_and_mode():
     assert missing == [], "\n".join(missing)
 
 
-def test_the_qconf_input_files_are_root_only():
-    """The files handed to qconf -A*/-M* (objects.yml) are read by qconf as root, like the work
-    directory they are in (present.yml: root, 0755)."""
-    found = {}
-    stack = list(_load("tasks", "objects.yml"))
-    while stack:
-        task = stack.pop()
-        stack.extend(task.get("block") or [])
-        for module in ("ansible.builtin.copy", "ansible.builtin.template"):
-            if module in task:
-                spec = task[module]
-                found[spec["dest"]] = (spec.get("owner"), spec.get("group"), spec.get("mode"))
-    assert len(found) == 3, found
-    assert set(found.values()) == {("root", "root", "0600")}, found
+def test_objects_change_grid_engine_only_through_modules():
+    """Issue 24: the cell's objects (objects.yml) and the node's registration (execd.yml) are
+    changed through the collection's modules, which hand qconf private temporary files; no task
+    writes an object file or runs a qconf that changes something (a qconf there only reads, with
+    changed_when false)."""
+    for name in ("objects.yml", "execd.yml", "absent.yml"):
+        stack = list(_load("tasks", name))
+        while stack:
+            task = stack.pop()
+            stack.extend(task.get("block") or [])
+            if name == "objects.yml":
+                assert not {"ansible.builtin.copy", "ansible.builtin.template"} & set(task), task.get("name")
+            argv = (task.get("ansible.builtin.command") or {}).get("argv") or []
+            if argv[:1] == ["qconf"]:
+                assert argv[1].startswith("-s"), (name, task.get("name"), argv)
+                assert task.get("changed_when") is False, (name, task.get("name"))
