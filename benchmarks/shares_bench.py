@@ -34,6 +34,9 @@ from ansible_collections.gridengine.balancer.plugins.plugin_utils.policy import 
 from ansible_collections.gridengine.balancer.plugins.plugin_utils.policy import reserves  # noqa: E402
 
 
+TARGET_CASE = "bank default, 100,000 nodes x 8 classes"
+
+
 def inputs(n, s, seed=1):
     rng = np.random.default_rng(seed)
     alloc = rng.uniform(1, 50, (n, s))
@@ -77,7 +80,7 @@ def cases(reserves_rounds, rounds):
         ("baseline: numpy, 5 in-place ops on 8 x 100,000", baseline_fn(), rounds),
         ("bank paper, 100,000 nodes x 8 classes",
          lambda: bank.bank_round(alloc, usage, desired, profile="paper"), rounds),
-        ("bank default, 100,000 nodes x 8 classes",
+        (TARGET_CASE,
          lambda: bank.bank_round(alloc, usage, desired, profile="default"), rounds),
         ("bank default, 1000 managers x 100 nodes x 8 classes",
          lambda: bank.bank_round(alloc, usage, dg, group=group), rounds),
@@ -123,25 +126,49 @@ def main(argv=None):
         for name, fn, rounds in todo:
             medians[name].append(median_of(fn, rounds))
     load_after = os.getloadavg()
-    base = medians[todo[0][0]]
+    names = [name for name, _fn, _rounds in todo]
+    for line in report(names, medians, load_before, load_after, usable, args,
+                       time.time() - started):
+        print(line)
 
-    print("machine: %s, Python %s, numpy %s; CPUs %d (usable by this process %d)"
-          % (platform.machine(), platform.python_version(), np.__version__, os.cpu_count(), usable))
-    print("load average (1/5/15 min): before %.2f %.2f %.2f, after %.2f %.2f %.2f"
-          % (load_before + load_after))
-    print("%d runs per case, interleaved; a run's figure is the median of %d rounds (cluster "
-          "reserves: %d); total %.0f s" % (args.runs, args.rounds, args.reserves_rounds, time.time() - started))
-    print()
-    print("%-52s %9s %9s %9s %8s" % ("case (ms per round over runs)", "min", "median", "max", "x base"))
-    for name, _fn, _rounds in todo:
+
+def machine_line(usable):
+    return ("machine: %s, Python %s, numpy %s; CPUs %d (usable by this process %d)"
+            % (platform.machine(), platform.python_version(), np.__version__, os.cpu_count(),
+               usable))
+
+
+def rows(names, medians):
+    """(name, min, median, max, x base) per case: min / median / max of the per-run medians
+    (seconds); ``x base``: the median over runs of (case / baseline of the same run). The
+    first name is the baseline."""
+    base = medians[names[0]]
+    out = []
+    for name in names:
         values = medians[name]
         ratio = float(np.median([v / b for v, b in zip(values, base)]))
-        print("%-52s %9s %9s %9s %8.2f"
-              % (name, fmt_ms(min(values)), fmt_ms(float(np.median(values))), fmt_ms(max(values)), ratio))
-    target = float(np.median(medians["bank default, 100,000 nodes x 8 classes"])) * 1e3
-    print()
-    print("target 50 ms per round at 100,000 x 8 (bank default, median of runs): %s (%.1f ms)"
-          % ("met" if target <= 50 else "NOT met", target))
+        out.append((name, min(values), float(np.median(values)), max(values), ratio))
+    return out
+
+
+def report(names, medians, load_before, load_after, usable, args, elapsed):
+    """The lines the command prints (the machine, its load, the table, the target)."""
+    lines = [machine_line(usable),
+             "load average (1/5/15 min): before %.2f %.2f %.2f, after %.2f %.2f %.2f"
+             % (tuple(load_before) + tuple(load_after)),
+             "%d runs per case, interleaved; a run's figure is the median of %d rounds (cluster "
+             "reserves: %d); total %.0f s" % (args.runs, args.rounds, args.reserves_rounds, elapsed),
+             "",
+             "%-52s %9s %9s %9s %8s" % ("case (ms per round over runs)", "min", "median", "max",
+                                        "x base")]
+    for name, low, mid, high, ratio in rows(names, medians):
+        lines.append("%-52s %9s %9s %9s %8.2f" % (name, fmt_ms(low), fmt_ms(mid), fmt_ms(high),
+                                                  ratio))
+    if TARGET_CASE in medians:
+        target = float(np.median(medians[TARGET_CASE])) * 1e3
+        lines += ["", "target 50 ms per round at 100,000 x 8 (bank default, median of runs): "
+                  "%s (%.1f ms)" % ("met" if target <= 50 else "NOT met", target)]
+    return lines
 
 
 if __name__ == "__main__":

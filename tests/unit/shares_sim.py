@@ -22,6 +22,12 @@ Model
   their nodes whenever reports arrive; the top manager runs it on the level-1 managers (each a
   child of ``100 x nodes`` tickets) every ``manager_period`` cycles and sends each manager its
   class percentages. With one manager (``fanout >= nodes``) the top manages the nodes directly.
+* ``top_units``: what a level-1 manager is to the top. ``tickets`` (default, the project's
+  reading and the real path's): a child of ``100 x nodes`` tickets, its report the sums of its
+  nodes', ``c`` and ``floor`` in tickets. ``percent``: a node of 100 tickets, its report in
+  percent of the manager, ``c`` and ``floor`` in those percent (the same message as a node's).
+  ``top_c`` / ``top_floor`` (default: ``c`` / ``floor``) set the top's two in its own units
+  (docs/shares.md, "Two readings of the hierarchy").
 * A report is ``9 + 8 x classes`` bytes (``bank.message_size``); the simulator counts them.
   In the ``default`` profile a level-1 manager's report adds one bit per class (rounded up to
   whole bytes): whether one of its nodes was needy for the class. The top's bank round counts
@@ -59,6 +65,7 @@ from ansible_collections.gridengine.balancer.plugins.plugin_utils.policy import 
 DEMANDS = ("steady", "heavy", "tight")
 ASSIGNMENTS = ("blocks", "round_robin")
 ALGORITHMS = ("bank", "reserves")
+TOP_UNITS = ("tickets", "percent")
 NODE_TICKETS = 100.0
 REQUEST_TICKETS = 5
 HEAVY_MEAN = 100.0
@@ -80,7 +87,8 @@ class Scenario(object):
         name="scenario", nodes=100, fanout=10, desired=(60.0, 30.0, 10.0), demand="steady",
         assignment="blocks", class3_nodes=None, cycles=200, warmup=40, manager_period=1,
         skew=False, stops=(), kill=(), detect_cycles=2, algorithm="bank", profile="default",
-        temporal="none", c=2.0, floor=1.0, seed=1, gain=0.5,
+        temporal="none", c=2.0, floor=1.0, seed=1, gain=0.5, top_units="tickets",
+        top_c=None, top_floor=None,
     )
 
     def __init__(self, **kwargs):
@@ -95,6 +103,8 @@ class Scenario(object):
         if self.assignment not in ASSIGNMENTS:
             raise SimError("assignment: expected one of %s, got %r"
                            % (ASSIGNMENTS, self.assignment))
+        if self.top_units not in TOP_UNITS:
+            raise SimError("top_units: expected one of %s, got %r" % (TOP_UNITS, self.top_units))
         if self.algorithm not in ALGORITHMS:
             raise SimError("algorithm: expected one of %s, got %r"
                            % (ALGORITHMS, self.algorithm))
@@ -293,6 +303,8 @@ def simulate(scn, timer=None):
     n, s = int(scn.nodes), len(scn.desired)
     hier = Hierarchy(n, scn.fanout, scn.assignment)
     flat = hier.count == 1
+    top_c = scn.c if scn.top_c is None else scn.top_c
+    top_floor = scn.floor if scn.top_floor is None else scn.top_floor
     cap_m = hier.capacity()
     alloc = bankmod.initial_allocation(scn.desired, np.full(n, NODE_TICKETS))
     d_l1 = np.tile(scn.desired, (hier.count, 1))
@@ -387,10 +399,18 @@ def simulate(scn, timer=None):
                     target = outer.targets() if outer is not None else scn.desired
                     wants_m = _per_manager(hier, needy_n.astype(float)) > 0 \
                         if outer is not None else None
-                    r_m, acc_top, needy_m = bankmod.bank_round(
-                        a_m, u_m, target, acc_top, capacity=cap_m, c=scn.c,
-                        floor=scn.floor, temporal=scn.temporal, profile=scn.profile,
-                        wants=wants_m)
+                    if scn.top_units == "percent":
+                        # a manager is a node of 100 tickets: its report in percent of it
+                        k = cap_m[:, None] / NODE_TICKETS
+                        r_m, acc_top, needy_m = bankmod.bank_round(
+                            a_m / k, u_m / k, target, acc_top, c=top_c, floor=top_floor,
+                            temporal=scn.temporal, profile=scn.profile, wants=wants_m)
+                        r_m = r_m * k
+                    else:
+                        r_m, acc_top, needy_m = bankmod.bank_round(
+                            a_m, u_m, target, acc_top, capacity=cap_m, c=top_c,
+                            floor=top_floor, temporal=scn.temporal, profile=scn.profile,
+                            wants=wants_m)
                     d_l1 = 100.0 * r_m / cap_m[:, None]
                     if outer is not None:
                         outer.update(u_m.sum(axis=0), NODE_TICKETS * n, needy_m.any(axis=0),

@@ -144,9 +144,36 @@ def test_noise_floor_shrinks_with_more_nodes():
 @pytest.mark.parametrize("field,value,needle", [
     ("demand", "bursty", "demand"), ("assignment", "random", "assignment"),
     ("algorithm", "lottery", "algorithm"), ("warmup", 500, "warmup"), ("nodes", 0, "nodes"),
+    ("top_units", "bytes", "top_units"),
 ])
 def test_bad_scenario(field, value, needle):
     with pytest.raises(sim.SimError, match=needle):
         sim.Scenario(**{field: value})
     with pytest.raises(sim.SimError, match="unknown"):
         sim.Scenario(colour="red")
+
+
+def _paper_class3(**kw):
+    scn = dict(nodes=100, fanout=10, class3_nodes=30, demand="steady", profile="paper",
+               cycles=200, warmup=40)
+    scn.update(kw)
+    return sim.simulate(sim.Scenario(**scn)).stats()[0]
+
+
+def test_paper_profile_readings_of_the_hierarchy():
+    """docs/shares.md, "Two readings of the hierarchy" (figures of
+    ``benchmarks/shares_experiments.py --readings``): a manager that the top sees in the same
+    unit as its nodes (a node of 100 tickets) makes the contiguous hierarchy the flat manager after the warm-up
+    (9.88 %, the independent literal model's steady figure); the project's reading (a child of
+    100 x n tickets, floor and c in tickets) gives 10.54 % / 6.26 %, and it is the top's floor of
+    1 ticket (its nodes keep 10) that lifts blocks, the top's c that sinks round-robin."""
+    flat = _paper_class3(fanout=100)
+    assert flat == pytest.approx(9.88, abs=0.01)
+    assert _paper_class3(top_units="percent") == pytest.approx(flat, abs=0.01)
+    assert _paper_class3() == pytest.approx(10.54, abs=0.01)
+    assert _paper_class3(assignment="round_robin") == pytest.approx(6.26, abs=0.01)
+    assert _paper_class3(top_floor=10.0) == pytest.approx(9.99, abs=0.01)
+    assert _paper_class3(top_units="percent", assignment="round_robin") < 2.0
+    # tickets with c and floor scaled to the manager's nodes is the percent reading
+    assert _paper_class3(top_c=20.0, top_floor=10.0) == pytest.approx(
+        _paper_class3(top_units="percent"), abs=1e-9)
