@@ -8,8 +8,8 @@ As in test_transfer_queue.py, the role is not run here (it talks to Grid Engine 
 user; tests/integration/test_transfer_real.py runs it on the real clusters): its expressions are
 evaluated with Ansible's templar over the role's defaults, in the order the role evaluates them -
 the queue list (tasks/main.yml), the per-queue include parameters, the queue's slots and
-thresholds (tasks/present.yml), the queue file (templates/queue.conf.j2), the comparison with
-what ``qconf -sq`` prints and the parts ``absent.yml`` removes.
+thresholds (tasks/present.yml), the queue file (templates/queue.conf.j2), the attributes the role
+gives sge_queue and the parts ``absent.yml`` removes.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import pytest
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
+from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin import same_value
 from ansible_collections.gridengine.balancer.tests.unit.roles.test_transfer_queue import (
     ROLE, _load, _render, conditions_failing, role_vars, tasks)
 
@@ -137,19 +138,15 @@ def test_the_queue_file_carries_the_queue_resources():
 
 
 def test_a_queue_printed_with_its_resources_in_another_order_is_not_changed_again():
-    compare = tasks('present.yml')['Compare the transfer queue with the wanted one - {{ transfer_queue_name }}']
-    wanted = 'qname   big.q\ncomplex_values   remote=TRUE,bigmem=TRUE\nslots 4\n'
-    printed = ['slots                 4', 'qname                 big.q', 'complex_values        bigmem=TRUE,remote=TRUE']
-    scope = {'transfer_queue_conf': wanted, 'transfer_queue_current': {'stdout_lines': printed}}
-    scope['transfer_queue_norm'] = _render(compare['vars']['transfer_queue_norm'], scope)
-    templar = Templar(loader=DataLoader(), variables=scope)
-    assert templar.evaluate_conditional(trust_as_template(
-        "not (transfer_queue_current is skipped or transfer_queue_norm[0] != transfer_queue_norm[1])"))
-    assert compare['ansible.builtin.set_fact']['transfer_queue_conf_differs'].startswith(
-        '{{ transfer_queue_current is skipped or transfer_queue_norm[0] != transfer_queue_norm[1]')
-    printed[2] = 'complex_values        bigmem=FALSE,remote=TRUE'
-    scope['transfer_queue_norm'] = _render(compare['vars']['transfer_queue_norm'], scope)
-    assert scope['transfer_queue_norm'][0] != scope['transfer_queue_norm'][1]
+    """The role gives sge_queue every attribute of the rendered queue file but qname; sge_queue
+    compares them as Grid Engine means them (complex_values in any order)."""
+    task = tasks('present.yml')['Create or correct the transfer queue {{ transfer_queue_name }}']
+    assert task['gridengine.balancer.sge_queue']['attributes'] == '{{ transfer_queue_attributes }}'
+    wanted = 'qname   big.q\ncomplex_values   remote=TRUE,bigmem=TRUE\nslots 4\n\n'
+    attributes = _render(task['vars']['transfer_queue_attributes'], {'transfer_queue_conf': wanted})
+    assert dict(attributes) == {'complex_values': 'remote=TRUE,bigmem=TRUE', 'slots': '4'}
+    assert same_value('complex_values', 'bigmem=TRUE,remote=TRUE', attributes['complex_values'])
+    assert not same_value('complex_values', 'bigmem=FALSE,remote=TRUE', attributes['complex_values'])
 
 
 # -------------------------------------------------------------------------- high throughput ----
