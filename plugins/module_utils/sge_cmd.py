@@ -179,9 +179,10 @@ def find_command(module, name, sge_root=None, arch=None):
     return path
 
 
-def qstat_argv(qstat):
-    """``qstat -u '*' -f -r -xml``: every user's jobs, full queue listing, requests."""
-    return [qstat, "-u", "*", "-f", "-r", "-xml"]
+def qstat_argv(qstat, extended=False):
+    """``qstat -u '*' -f -r -xml``: every user's jobs, full queue listing, requests; with
+    ``extended``, ``-ext`` too, without which qstat prints no job's project (``JB_project``)."""
+    return [qstat, "-u", "*", "-f", "-r"] + (["-ext"] if extended else []) + ["-xml"]
 
 
 def qhost_argv(qhost):

@@ -16,7 +16,7 @@ author:
 extends_documentation_fragment:
   - gridengine.balancer.sge
 description:
-  - Runs C(qstat -u '*' -f -r -xml) and C(qhost -q -xml) on the Grid Engine qmaster host,
+  - Runs C(qstat -u '*' -f -r -xml) (with O(projects), C(-ext) too) and C(qhost -q -xml) on the Grid Engine qmaster host,
     parses both there with the Python standard library and returns a compact snapshot of hosts,
     queue instances, pending and running jobs as RV(ansible_facts.sge).
   - With O(lookback_window) it also runs C(qacct -j -b YYMMDDhhmm) and summarises the jobs
@@ -41,6 +41,15 @@ options:
       - Default is every queue.
     type: list
     elements: str
+  projects:
+    description:
+      - Also read each job's project (and department) by adding C(-ext) to C(qstat), so that
+        running and pending jobs carry C(project).
+      - Plain C(qstat -xml) prints no C(JB_project); the fair-share plan
+        (M(gridengine.balancer.fairshare_plan), C(playbooks/fairshare.yml)) needs it, the elastic
+        balancer does not. C(-ext) makes the output about half again as large.
+    type: bool
+    default: false
   command_timeout:
     description:
       - Seconds each Grid Engine command (C(qstat), C(qhost), C(qacct)) may run. One still
@@ -392,7 +401,8 @@ def gather(module):
 
     timeout = params["command_timeout"] or None
     taken_at = _now()
-    qstat_out = run_sge(module, qstat_argv(qstat), environ, timeout, require_output=True)
+    qstat_out = run_sge(module, qstat_argv(qstat, extended=params["projects"]), environ, timeout,
+                        require_output=True)
     qhost_out = run_sge(module, qhost_argv(qhost), environ, timeout, require_output=True)
     accounting = None
     if window:
@@ -422,6 +432,7 @@ def main():
         lookback_window=dict(type="int"),
         queues=dict(type="list", elements="str"),
         command_timeout=dict(type="int", default=120),
+        projects=dict(type="bool", default=False),
     )
     argument_spec.update(sge_argument_spec())
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)

@@ -90,8 +90,8 @@ def _queue_hosts():
 
 def _running():
     """{(host, project): slots} of the running jobs of our projects (qstat -u * -g t -xml is
-    not needed: our jobs are single-slot)."""
-    proc = _run(["qstat", "-u", "*", "-s", "r", "-xml"])
+    not needed: our jobs are single-slot; -ext, without which qstat prints no JB_project)."""
+    proc = _run(["qstat", "-u", "*", "-s", "r", "-ext", "-xml"])  # -ext: JB_project
     assert proc.returncode == 0, proc.stderr
     out = {}
     for job in ET.fromstring(proc.stdout).iter("job_list"):
@@ -100,6 +100,18 @@ def _running():
             host = (job.findtext("queue_name") or "@").split("@", 1)[1]
             out[(host, project)] = out.get((host, project), 0) + int(job.findtext("slots") or 1)
     return out
+
+
+def _busy_running(total, seconds=20):
+    """_running() once every slot is busy (or after `seconds`): a generation of jobs (same length,
+    same start) ends at once, and for a moment before the scheduler starts the next the counts
+    are short."""
+    deadline = time.time() + seconds
+    running = _running()
+    while sum(running.values()) < total and time.time() < deadline:
+        time.sleep(0.5)
+        running = _running()
+    return running
 
 
 def _per_project(running):
@@ -119,15 +131,23 @@ def _limits():
     return out
 
 
-def _submit(project, count, queue=None, seconds=JOB_SECONDS):
-    argv = ["runuser", "-u", JOB_USER, "--", "env", "SGE_ROOT=" + SGE_ENV["SGE_ROOT"],
-            "SGE_CELL=" + SGE_ENV["SGE_CELL"], "qsub", "-terse", "-P", project, "-b", "y",
-            "-o", "/dev/null", "-e", "/dev/null"]
+def _submit(project, count, queue=None, seconds=JOB_SECONDS, hold=False):
+    """Submit `count` jobs from one shell (fast on a busy machine); with `hold`, on hold, for
+    _release to let go of all at once (the jobs submitted first would otherwise run out of work
+    while the last are still being submitted)."""
+    opts = "-h " if hold else ""
     if queue:
-        argv += ["-q", queue]
-    for _job in range(count):
-        proc = _run(argv + ["/bin/sleep", str(seconds)])
-        assert proc.returncode == 0, proc.stdout + proc.stderr
+        opts += "-q %s " % queue
+    proc = _run(["runuser", "-u", JOB_USER, "--", "env", "SGE_ROOT=" + SGE_ENV["SGE_ROOT"],
+                 "SGE_CELL=" + SGE_ENV["SGE_CELL"], "sh", "-c",
+                 'for i in $(seq "$1"); do qsub -terse $4 -P "$2" -b y -o /dev/null -e /dev/null '
+                 '/bin/sleep "$3" || exit 1; done', "submit", str(count), project, str(seconds), opts])
+    assert proc.returncode == 0 and len(proc.stdout.split()) == count, proc.stdout + proc.stderr
+
+
+def _release():
+    proc = _run(["qrls", "-u", JOB_USER])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def _round(desired, *extra, check=False):
@@ -236,11 +256,12 @@ def test_reserves_allocation_reaches_the_shares(clean):
     total = sum(_queue_hosts().values())
     desired = {"gebfhalpha": 50, "gebfhbeta": 30, "gebfhgamma": 20}
     for project in desired:
-        _submit(project, 8 * total)
+        _submit(project, 8 * total, hold=True)
+    _release()
     for _step in range(6):
         _round(desired, {"fairshare_allocation": "reserves"})
         time.sleep(JOB_SECONDS)
-    running = _per_project(_running())
+    running = _per_project(_busy_running(total))
     print("reserves: running per project of %d slots:" % total, running)
     for project, pct in desired.items():
         assert abs(running[project] - total * pct / 100.0) <= 1.0, (running, total)
@@ -275,15 +296,16 @@ def test_hostgroup_managers_and_failover(clean):
     slots_a = sum(hosts[h] for h in group_a)
     desired = {"gebfhalpha": 60, "gebfhbeta": 30, "gebfhgamma": 10}
     opts = {"fairshare_hostgroups": [HG_A, HG_B]}
-    _submit("gebfhalpha", 8 * total)
-    _submit("gebfhbeta", 8 * total)
-    _submit("gebfhgamma", 8 * total, queue="all.q@" + HG_A)
+    _submit("gebfhalpha", 8 * total, hold=True)
+    _submit("gebfhbeta", 8 * total, hold=True)
+    _submit("gebfhgamma", 8 * total, queue="all.q@" + HG_A, hold=True)
+    _release()
     old = None
     try:
         for _step in range(8):
             _round(desired, opts)
             time.sleep(JOB_SECONDS)
-        running = _running()
+        running = _busy_running(total)
         per = _per_project(running)
         print("host groups: running per project of %d slots:" % total, per, running)
         assert abs(per["gebfhgamma"] - total * 0.10) <= 1.0, per
@@ -320,7 +342,7 @@ def test_hostgroup_managers_and_failover(clean):
     assert "has no live execution host" not in text
     limits = _limits()
     assert set(h for h, _p in limits) == set(names), limits
-    per = _per_project(_running())
+    per = _per_project(_busy_running(total))
     print("%s back: running per project of %d slots:" % (HG_B, total), per)
     assert abs(per["gebfhgamma"] - total * 0.10) <= 1.0, per
     _run(["qconf", "-dhgrp", HG_A])

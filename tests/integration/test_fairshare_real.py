@@ -36,6 +36,8 @@ pytestmark = pytest.mark.integration
 DESIRED = {"gebfsalpha": 50, "gebfsbeta": 30, "gebfsgamma": 20}
 RQS = "fairshare"
 ROUNDS = 6
+# jobs per project and slot: more than the rounds can run (alpha alone holds every slot at first)
+WORK = 12
 # short jobs: limits only stop new starts, so shares move as jobs end (no job is deleted to help)
 JOB_SECONDS = 15
 
@@ -51,8 +53,9 @@ def _qconf_file(option, text):
 
 
 def _slots():
-    """(running slots per project, total slots, pending jobs per project) from qstat -xml."""
-    proc = _run(["qstat", "-u", "*", "-f", "-xml"])
+    """(running slots per project, total slots, pending jobs per project) from qstat -ext -xml
+    (without -ext qstat prints no JB_project: every count was 0 and the checks below held vacuously)."""
+    proc = _run(["qstat", "-u", "*", "-f", "-ext", "-xml"])
     assert proc.returncode == 0, proc.stderr
     root = ET.fromstring(proc.stdout)
     total = sum(int(q.findtext("slots_total") or 0) for q in root.iter("Queue-List")
@@ -93,12 +96,14 @@ def projects():
 
 
 def _submit(project, count, seconds=JOB_SECONDS):
-    for _job in range(count):
-        proc = _run(["runuser", "-u", JOB_USER, "--", "env",
-                     "SGE_ROOT=" + SGE_ENV["SGE_ROOT"], "SGE_CELL=" + SGE_ENV["SGE_CELL"],
-                     "qsub", "-terse", "-P", project, "-b", "y", "-o", "/dev/null",
-                     "-e", "/dev/null", "/bin/sleep", str(seconds)])
-        assert proc.returncode == 0, proc.stdout + proc.stderr
+    """Submit `count` jobs on hold (released together by the test: submitting takes long on a busy
+    machine, and the jobs submitted first would run out before the last are in); one shell for
+    all of them."""
+    proc = _run(["runuser", "-u", JOB_USER, "--", "env", "SGE_ROOT=" + SGE_ENV["SGE_ROOT"],
+                 "SGE_CELL=" + SGE_ENV["SGE_CELL"], "sh", "-c",
+                 'for i in $(seq "$1"); do qsub -terse -h -P "$2" -b y -o /dev/null -e /dev/null '
+                 '/bin/sleep "$3" || exit 1; done', "submit", str(count), project, str(seconds)])
+    assert proc.returncode == 0 and len(proc.stdout.split()) == count, proc.stdout + proc.stderr
 
 
 def _round():
@@ -113,16 +118,27 @@ def test_fairshare_rounds_reach_the_shares(projects):
     assert total > 0
     # more work than slots for every project for the whole test; gebfsalpha first, so it holds
     # every slot when the rounds begin
-    _submit("gebfsalpha", 6 * total)
+    _submit("gebfsalpha", WORK * total)
+    _submit("gebfsbeta", WORK * total)
+    _submit("gebfsgamma", WORK * total)
+    proc = _run(["qrls", "-u", JOB_USER])  # alpha's jobs are first in the queue: they take every slot
+    assert proc.returncode == 0, proc.stdout + proc.stderr
     time.sleep(5)
-    _submit("gebfsbeta", 6 * total)
-    _submit("gebfsgamma", 6 * total)
-    for _step in range(ROUNDS):
+    for step in range(ROUNDS):
         _round()
         time.sleep(JOB_SECONDS)  # one generation of jobs ends and the limits steer the next
+        print("round %d: running %s" % (step + 1, _slots()[0]))
+    # read the shares when every slot is busy: a generation of jobs ends at once (same length,
+    # same start), and for a moment before the scheduler starts the next the counts are short
+    deadline = time.time() + 20
     running, total, pending = _slots()
+    while sum(running.values()) < total and time.time() < deadline:
+        time.sleep(0.5)
+        running, total, pending = _slots()
+    # the jobs carry their projects, and every project still has work: a project without work
+    # gives its slots to the others (the allocation is work-conserving), so its share would not
+    # be the one to check against
+    assert all(pending.values()), ("a project ran out of work; submit more", running, pending)
     for project, pct in DESIRED.items():
-        if pending[project]:
-            assert abs(running[project] - total * pct / 100.0) <= 1.0, (running, total)
-    if any(pending.values()):
-        assert sum(running.values()) == total, (running, total, pending)
+        assert abs(running[project] - total * pct / 100.0) <= 1.0, (running, total)
+    assert sum(running.values()) == total, (running, total, pending)

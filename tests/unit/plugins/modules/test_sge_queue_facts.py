@@ -178,6 +178,8 @@ def test_arch_from_settings_or_single_bin_directory(tmp_path):
 
 def test_argv_lists():
     assert sge_cmd.qstat_argv("/b/qstat") == ["/b/qstat", "-u", "*", "-f", "-r", "-xml"]
+    # projects=true: without -ext, qstat prints no JB_project (seen on the local cluster)
+    assert sge_cmd.qstat_argv("/b/qstat", extended=True) == ["/b/qstat", "-u", "*", "-f", "-r", "-ext", "-xml"]
     assert sge_cmd.qhost_argv("/b/qhost") == ["/b/qhost", "-q", "-xml"]
     assert sge_cmd.qacct_argv("/b/qacct", 1700000000 - 3600) == ["/b/qacct", "-j", "-b", "2311142113"]
     assert sge_cmd.describe(["/b/qstat", "-u", "*", "-xml"]) == "qstat -u '*' -xml"
