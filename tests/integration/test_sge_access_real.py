@@ -21,7 +21,7 @@ change and stop nothing (qhost still has the node's load values afterwards, and 
 answers ``qping``).
 
 Skips (fails with GEB_REQUIRE_CLUSTER=1) when the cluster is not up. One ansible-playbook run of
-24 tasks; not yet timed (written without running it: the brief reserved the cluster).
+21 tasks; not yet timed (written without running it: the brief reserved the cluster).
 
     .venv/bin/pytest tests/integration/test_sge_access_real.py -m integration
 """
