@@ -283,7 +283,7 @@ def check_snapshot(snapshot):
             raise ValueError("snapshot: hosts[%r] must be a mapping" % (name,))
     for key in ("pending", "running"):
         for index, job in enumerate(snapshot[key]):
-            if not _is_mapping(job) or "id" not in job:
+            if (type(job) is not dict and not _is_mapping(job)) or "id" not in job:  # pylint: disable=unidiomatic-typecheck
                 raise ValueError("snapshot: %s[%d] must be a mapping with an 'id'" % (key, index))
     if "queues" in snapshot and not isinstance(snapshot["queues"], list):
         raise ValueError("snapshot: 'queues' must be a list")
@@ -398,6 +398,7 @@ class _Decision(Census, StarclusterRules, DefaultRules, ParallelclusterRules, Re
         self.items = []
         self.ignored = []
         self.wanted_hosts = {}  # host -> id of a waiting job that asks for that very host
+        self.request_verdicts = {}  # id of a hard_requests mapping -> DefaultRules._requests_unfit of it
         self.prev = _read_state(state, self.warnings, trusted=lean)
         self.starcluster = cfg["profile"] == "starcluster"
         self.pc = cfg["profile"] == "parallelcluster"

@@ -30,11 +30,16 @@ class DefaultRules(object):
         """None if a new node could run ``job``, else the reason it is ignored for growth."""
         # FIX(held/error): StarCluster only looked at 'qw', but our broader view must still skip
         # jobs that more nodes cannot help.
-        if job.get("held") or "h" in str(job.get("state") or ""):
-            return "held (state %s)" % job.get("state")
-        if job.get("error") or "E" in str(job.get("state") or ""):
-            return "in error state (%s)" % job.get("state")
-        queues = [str(q) for q in job.get("hard_queues") or []]
+        # (written for speed: a poll may list 200,000 waiting jobs, docs/benchmarks/parse_decide.md)
+        get = job.get
+        state = get("state")
+        state_text = state if type(state) is str else str(state or "")  # pylint: disable=unidiomatic-typecheck
+        if get("held") or "h" in state_text:
+            return "held (state %s)" % state
+        if get("error") or "E" in state_text:
+            return "in error state (%s)" % state
+        hard_queues = get("hard_queues")
+        queues = [str(q) for q in hard_queues] if hard_queues else []
         if queues:
             usable, host_bound, missing, unbalanced = [], [], [], []
             for spec in queues:
@@ -56,7 +61,9 @@ class DefaultRules(object):
                 for spec in host_bound:
                     self.wanted_hosts.setdefault(spec.partition("@")[2], job.get("id"))
                 return "requests specific host(s) %s: a new node cannot run it" % ", ".join(host_bound)
-        slots = job.get("slots") if _is_int(job.get("slots")) else 1
+        slots = get("slots")
+        if type(slots) is not int and not _is_int(slots):  # pylint: disable=unidiomatic-typecheck
+            slots = 1
         if slots > self.spn:
             # FIX(parallel jobs): Grid Engine gives a job more than one slot only through a
             # parallel environment, and a PE job may spread over hosts ($fill_up, $round_robin), so
@@ -65,13 +72,26 @@ class DefaultRules(object):
             # not carry the allocation rule.)
             if slots > self.spn * self.max_nodes:
                 return "needs %d slots > %d nodes x %s (max_nodes)" % (slots, self.max_nodes, self.spn_text)
-        requests = job.get("hard_requests") if isinstance(job.get("hard_requests"), Mapping) else {}
+        requests = get("hard_requests")
+        if not requests or not isinstance(requests, Mapping):
+            return None  # (no host, architecture or memory request)
         for key in _HOST_REQUESTS:
             value = requests.get(key)
             if value is not None and not _WILDCARDS.search(str(value)):
                 for name in str(value).split("|"):
                     self.wanted_hosts.setdefault(name.strip(), job.get("id"))
                 return "requests host %s=%s: a new node cannot run it" % (key, value)
+        # The verdict on the architecture and memory requests depends on the requests only: the
+        # snapshot shares one mapping between the jobs that request the same (sge_xml), and the
+        # mappings live as long as this call, so it is computed once per mapping.
+        verdicts = self.request_verdicts
+        ident = id(requests)
+        if ident not in verdicts:
+            verdicts[ident] = self._requests_unfit(requests)
+        return verdicts[ident]
+
+    def _requests_unfit(self, requests):
+        """None if a new node has what ``requests`` asks for (architecture, memory), else why not."""
         for key in _ARCH_REQUESTS:
             value = requests.get(key)
             if value is not None and self.archs:
@@ -101,18 +121,25 @@ class DefaultRules(object):
         if not waiting:
             return 0, "no job waiting that a new node could run"
         # FIX(oldest): the truly oldest job by submit_time, not the first one listed.
+        waited_of = self._waited
         oldest = waiting[0]
+        waited = waited_of(oldest)
         for job in waiting[1:]:
-            if self._waited(job) > self._waited(oldest):
-                oldest = job
-        waited = self._waited(oldest)
+            wait = waited_of(job)
+            if wait > waited:
+                oldest, waited = job, wait
         # FIX(slot-aware): pending slots (array tasks x slots per task), not one node per poll.
         slots = pe_slots = 0
         for job in waiting:
-            per_task = job.get("slots") if _is_int(job.get("slots")) else 1
-            tasks = job.get("task_count") if _is_int(job.get("task_count")) and job["task_count"] > 0 else 1
+            get = job.get
+            per_task = get("slots")
+            if type(per_task) is not int and not _is_int(per_task):  # pylint: disable=unidiomatic-typecheck
+                per_task = 1
+            tasks = get("task_count")
+            if (type(tasks) is not int and not _is_int(tasks)) or tasks <= 0:  # pylint: disable=unidiomatic-typecheck
+                tasks = 1
             slots += per_task * tasks
-            if job.get("pe"):
+            if get("pe"):
                 pe_slots += per_task * tasks
         head = "%s waiting (oldest %s waited %s" % (
             _plural(slots, "slot"), _job_label(oldest), fmt_duration(waited))

@@ -137,6 +137,16 @@ def _record_order(item):
     return (submit is not None, rec["first_seen"], submit if submit is not None else 0.0, number, key)
 
 
+def _row_order(item):
+    """:func:`_record_order` of ``(key, (submit_time, first_seen))``."""
+    key, (submit, first_seen) = item
+    try:
+        number = int(key)
+    except ValueError:
+        number = math.inf
+    return (submit is not None, first_seen, submit if submit is not None else 0.0, number, key)
+
+
 def _oldest_records(pending, limit):
     """The ``limit`` records of ``pending`` (job key -> record) that the state keeps, in their order.
 
@@ -230,7 +240,10 @@ class StateHistory(object):
                                       last["node"] or "?", (": %s" % last["code"]) if last["code"] else "")})
 
     def _waited(self, job):
-        submit = _num(job.get("submit_time"))
+        submit = job.get("submit_time")
+        if type(submit) is float and math.isfinite(submit):  # pylint: disable=unidiomatic-typecheck
+            return max(0.0, self.now - submit)  # (the common case, first)
+        submit = _num(submit)
         if submit is None:
             rec = self.prev["pending"].get(str(job.get("id")))
             submit = rec["first_seen"] if rec and rec["first_seen"] is not None else self.now
@@ -240,14 +253,29 @@ class StateHistory(object):
     def _history(self):
         prev, now, snap = self.prev, self.now, self.snap
         window = self.cfg["lookback_window"] * 60.0
-        pending = {}
+        # (submit_time, first_seen) per pending job: the records before the bound, as tuples (a poll
+        # may list 200,000 waiting jobs; only the PENDING_RECORDS_LIMIT kept become mappings)
+        rows = {}
+        prev_pending = prev["pending"]
+        isfinite = math.isfinite
         for job in snap["pending"]:
             key = str(job.get("id"))
-            old = prev["pending"].get(key) or {}
-            pending[key] = {"submit_time": _num(job.get("submit_time"), old.get("submit_time")),
-                            "first_seen": old.get("first_seen") if old.get("first_seen") is not None else now}
-        if len(pending) > PENDING_RECORDS_LIMIT:
-            pending = _oldest_records(pending, PENDING_RECORDS_LIMIT)
+            old = prev_pending.get(key)
+            if old is None:
+                submit = job.get("submit_time")
+                if type(submit) is not float or not isfinite(submit):  # pylint: disable=unidiomatic-typecheck
+                    submit = _num(submit)
+                rows[key] = (submit, now)
+            else:
+                first_seen = old.get("first_seen")
+                rows[key] = (_num(job.get("submit_time"), old.get("submit_time")),
+                             first_seen if first_seen is not None else now)
+        limit = PENDING_RECORDS_LIMIT
+        if len(rows) > limit:
+            keep = set(key for key, dummy in heapq.nsmallest(limit, rows.items(), key=_row_order))
+            pending = {key: {"submit_time": row[0], "first_seen": row[1]} for key, row in rows.items() if key in keep}
+        else:
+            pending = {key: {"submit_time": row[0], "first_seen": row[1]} for key, row in rows.items()}
         running = {}
         started = [r for r in prev["started"] if r[1] >= now - window]
         finished = [r for r in prev["finished"] if r[1] >= now - window]
@@ -296,7 +324,8 @@ class StateHistory(object):
         slots = sum(h.get("slots_total") for h in self.hosts.values() if _is_int(h.get("slots_total")))
         queued = 0
         for job in snap["pending"]:
-            queued += job["task_count"] if _is_int(job.get("task_count")) and job["task_count"] > 0 else 1
+            tasks = job.get("task_count")
+            queued += tasks if (type(tasks) is int or _is_int(tasks)) and tasks > 0 else 1  # pylint: disable=unidiomatic-typecheck
         return {
             "time": self.now,
             "hosts": len(self.hosts),
