@@ -154,13 +154,13 @@ def test_join_run_drain_terminate(ec2):
     _nothing_left(server)
 
 
-# Two codes in the core tier (a capacity error, HTTP 500, and a limit, 400); the spot, throttling and
+# One code in the core tier (a capacity error, HTTP 500); the limit (400), spot, throttling and
 # vCPU codes take the same path once classified (unit tests of the classes:
 # tests/unit/plugins/module_utils/test_ec2_nodes.py) and run in the slow tier (CI's 35 minutes).
 @pytest.mark.parametrize('code, status', [
     ('InsufficientInstanceCapacity', 500),
     pytest.param('SpotMaxPriceTooLow', 400, marks=pytest.mark.slow),
-    ('InstanceLimitExceeded', 400),
+    pytest.param('InstanceLimitExceeded', 400, marks=pytest.mark.slow),
     pytest.param('VcpuLimitExceeded', 400, marks=pytest.mark.slow),
     pytest.param('RequestLimitExceeded', 503, marks=pytest.mark.slow),
 ])

@@ -23,6 +23,7 @@ import pytest
 from ansible_collections.gridengine.balancer.tests.integration.test_local_cluster import (
     CLUSTER, JOB_USER, MASTER_HOST, _run, _tool)
 # the fixture that skips (or, under scripts/test.sh, fails) when the cluster is not up
+from ansible_collections.gridengine.balancer.tests.integration import test_nfs_local_cluster_real as nfs
 from ansible_collections.gridengine.balancer.tests.integration.test_local_cluster import cluster_nodes  # noqa: F401 pylint: disable=unused-import
 
 pytestmark = pytest.mark.integration
@@ -153,6 +154,8 @@ def test_facts_match_qstat_and_plan_grows_then_shrinks(cluster_nodes, tmp_path):
         assert os.path.exists(state_path), 'state not written on the master'
         grown = _exec_hosts()
         assert len(grown - before_hosts) == 1 and before_hosts <= grown, (before_hosts, grown)
+        if nfs.serves():  # the join's export lets the new node in (issue 25)
+            nfs.node_lists_share(next(iter(grown - before_hosts)))
     finally:
         _run(['qdel'] + [str(i) for i in ids])
     _wait_empty(ids)
@@ -160,6 +163,7 @@ def test_facts_match_qstat_and_plan_grows_then_shrinks(cluster_nodes, tmp_path):
     # idle: a poll records the nodes idle, a later one (after idle_time) removes one of them,
     # whichever the policy picks (not necessarily the one just added), never below min_nodes
     removed = []
+    addresses = nfs.node_addresses()
     for _attempt in range(3):
         result = _poll(state_path, size)
         plan = result['plan']
@@ -176,3 +180,5 @@ def test_facts_match_qstat_and_plan_grows_then_shrinks(cluster_nodes, tmp_path):
     assert len(removed) == 1, removed
     after = _exec_hosts()
     assert len(after) == size and removed[0] not in after, (removed, after)
+    if nfs.serves():  # the leave took the node's access away before the provider terminated it
+        nfs.address_refused(addresses[removed[0]])
