@@ -117,7 +117,9 @@ def node_lists_share(name, seconds=10.0):
 
 def address_refused(address):
     """A namespace at `address` (the local provider's node, never joined) is refused by the server."""
-    assert address not in open(EXPORTS, encoding="utf-8").read(), "%s still has a CLIENT block" % address
+    with open(EXPORTS, encoding="utf-8") as handle:
+        blocks = re.findall(r"Clients = ([^;]+);", handle.read())
+    assert address not in blocks, "%s still has a CLIENT block" % address
     proc = _run([_tool("ansible"), CLUSTER + "_master", "-m", "gridengine.balancer.local_node", "-a",
                  json.dumps({"name": PROBE, "address": address, "state": "present"})])
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
