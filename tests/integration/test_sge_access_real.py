@@ -29,20 +29,20 @@ Skips (fails with GEB_REQUIRE_CLUSTER=1) when the cluster is not up. One ansible
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import json
 import socket
 
 import pytest
 
 from ansible_collections.gridengine.balancer.tests.integration.test_local_cluster import (
-    CLUSTER, SGE_ENV, JOB_USER, _qhost, _run, _tool)
+    CLUSTER, SGE_ENV, JOB_USER, _qhost, _run)
+# one playbook run, its tasks' results by name (the same helper as the object modules' test)
+from ansible_collections.gridengine.balancer.tests.integration.test_sge_objects_real import _play
 from ansible_collections.gridengine.balancer.tests.integration.test_local_cluster import cluster_nodes  # noqa: F401 pylint: disable=unused-import
 
 pytestmark = pytest.mark.integration
 
 PROJECT = 'geb_itest_prj'
 USERSET = 'geb_itest_us'
-JSON_ENV = {'ANSIBLE_LOAD_CALLBACK_PLUGINS': '1', 'ANSIBLE_STDOUT_CALLBACK': 'json'}
 
 
 def _qconf(*args):
@@ -61,23 +61,6 @@ def _value(text, key):
         if fields and fields[0] == key:
             return fields[1].strip() if len(fields) > 1 else ''
     return None
-
-
-def _play(tmp_path, name, text, extra_vars):
-    path = tmp_path / name
-    path.write_text(text)
-    proc = _run([_tool('ansible-playbook'), str(path), '-e', json.dumps(extra_vars)], env=JSON_ENV, timeout=180)
-    try:
-        out = json.loads(proc.stdout)
-    except ValueError:
-        raise AssertionError('ansible-playbook did not print JSON (rc %s):\n%s\n%s'
-                             % (proc.returncode, proc.stdout[-3000:], proc.stderr[-3000:]))
-    results = {}
-    for play in out['plays']:
-        for task in play['tasks']:
-            for result in task['hosts'].values():
-                results[task['task']['name']] = result
-    return proc, results
 
 
 HEAD = '''---
