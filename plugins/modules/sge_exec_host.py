@@ -78,6 +78,16 @@ options:
         values are single values without white space, commas, brackets or control characters.
         Anything else fails the module, naming the entry, before anything runs.
     type: dict
+  complex_values_mode:
+    description:
+      - How O(complex_values) applies to the host's list.
+      - V(exact) makes the list exactly O(complex_values).
+      - V(add) adds or corrects the entries named and keeps every other entry.
+      - V(remove) takes off the entries whose names are given (their values are not compared)
+        and keeps every other entry.
+    type: str
+    choices: [exact, add, remove]
+    default: exact
   purge_references:
     description:
       - With O(state=absent), remove the host from every host group and queue C(hostlist) that
@@ -130,6 +140,13 @@ EXAMPLES = r"""
     submit_host: true
     complex_values:
       slots: 4
+
+- name: Offer remote=FALSE on every host (the global host), keeping the site's other values
+  gridengine.balancer.sge_exec_host:
+    name: global
+    complex_values:
+      remote: "FALSE"
+    complex_values_mode: add
 
 - name: Remove a drained node, taking it out of host groups and queues first
   gridengine.balancer.sge_exec_host:
@@ -227,6 +244,9 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import
 # complex names as complex(5) and qsub -l take them (sge_submit.RESOURCE_NAME_RE)
 COMPLEX_NAME_RE = re.compile(r"\A[A-Za-z_][A-Za-z0-9_.-]*\Z")
 
+# the global host: its complex_values apply to every host (host_conf(5))
+GLOBAL_HOST = "global"
+
 
 def _pairs_text(pairs):
     if not pairs:
@@ -250,6 +270,19 @@ def _wanted_complex_values(values):
     return wanted
 
 
+def _merged_complex_values(current, given, mode):
+    """The list ``mode`` makes of the ``current`` entries and the ``given`` ones (None: keep)."""
+    if given is None or mode == "exact":
+        return given
+    if mode == "add":
+        merged = dict(current)
+        for key, value in given.items():
+            if key not in merged or not same_value("complex_values", merged[key], value):
+                merged[key] = value
+        return merged
+    return dict((k, v) for k, v in current.items() if k not in given)
+
+
 def _same_pairs(a, b):
     return set(a) == set(b) and all(same_value("complex_values", a[k], b[k]) for k in a)
 
@@ -271,6 +304,14 @@ def _state_text(name, reg):
 
 def _registration(admin, label, name):
     """Current registration of ``name``: lists, canonical name, exec host object."""
+    if name == GLOBAL_HOST:
+        # not in -sh/-sel/-ss; its object always exists
+        obj = admin.show_object(label, "-se", GLOBAL_HOST)
+        if obj is None:
+            raise SgeAdminError("%s: qconf -se global showed no object" % label)
+        return {"names": {"exec_host": GLOBAL_HOST}, "admin_host": False, "exec_host": True,
+                "submit_host": False, "object": obj,
+                "complex_values": parse_pairs(obj.get("complex_values", "NONE"))}
     lists = {
         "admin_host": admin.show_list(label, "-sh"),
         "exec_host": admin.show_list(label, "-sel"),
@@ -336,10 +377,12 @@ def _references(admin, label, host):
 def present(module, admin, label, name, before):
     p = module.params
     timeout = max(p["resolve_timeout"], 0)
-    wanted_cv = _wanted_complex_values(p["complex_values"])
+    wanted_cv = _merged_complex_values(before["complex_values"],
+                                       _wanted_complex_values(p["complex_values"]),
+                                       p["complex_values_mode"])
     after = dict(before)
     after["names"] = dict(before["names"])
-    if p["admin_host"] and not before["admin_host"]:
+    if p["admin_host"] and not before["admin_host"] and name != GLOBAL_HOST:
         admin.change(label, "qconf", ["-ah", name], resolve_timeout=timeout)
         after["admin_host"] = True
     if not before["exec_host"]:
@@ -466,6 +509,12 @@ def run(module, admin):
     if module.params["state"] == "present":
         # validate complex_values before anything runs
         _wanted_complex_values(module.params["complex_values"])
+    if name == GLOBAL_HOST:
+        if module.params["state"] == "absent":
+            raise SgeAdminError("%s cannot be removed: Grid Engine's global host always exists "
+                                "(remove its entries with complex_values_mode=remove)" % label)
+        if module.params["submit_host"]:
+            raise SgeAdminError("%s: the global host cannot be a submit host" % label)
     before = _registration(admin, label, name)
     if module.params["state"] == "present":
         after, wanted_cv = present(module, admin, label, name, before)
@@ -499,6 +548,7 @@ def main():
         admin_host=dict(type="bool", default=True),
         submit_host=dict(type="bool", default=False),
         complex_values=dict(type="dict"),
+        complex_values_mode=dict(type="str", choices=["exact", "add", "remove"], default="exact"),
         purge_references=dict(type="bool", default=False),
         force=dict(type="bool", default=False),
         resolve_timeout=dict(type="int", default=90),

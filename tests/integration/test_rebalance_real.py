@@ -134,6 +134,15 @@ def _job_queue(job_id):
     return [e.text for e in root.iter('QR_name')]
 
 
+def _job_hard_requests(job_id):
+    """{name: value} of the job's hard resource requests (qstat -j -xml)."""
+    proc = _run(['qstat', '-j', str(job_id), '-xml'])
+    assert proc.returncode == 0, proc.stderr
+    root = ET.fromstring(proc.stdout)  # nosec B314
+    return {e.findtext('CE_name'): e.findtext('CE_stringval')
+            for lst in root.iter('JB_hard_resource_list') for e in lst}
+
+
 def _qsub(*argv):
     proc = _run(['runuser', '-u', JOB_USER, '--', 'qsub', '-terse', '-o', '/dev/null', '-e', '/dev/null'] + list(argv))
     assert proc.returncode == 0, proc.stderr
@@ -209,20 +218,45 @@ def test_rebalance_moves_data_safely(cluster_nodes, tmp_path):  # noqa: F811
         # 4. a move left in flight: a record and a partial copy on the target are undone
         source = next(h for h in hosts if 'itlogs/0' in drained[h])
         target = next(h for h in hosts if h not in (source, first))
-        proc = _run([_tool('ansible'), MASTER_HOST, '-m', 'gridengine.balancer.task_registry', '-a',
-                     json.dumps({'cluster': CLUSTER, 'move': {'job': 'itlogs', 'task': '0', 'source': source,
-                                                              'target': target, 'role': 'live'}})])
-        assert proc.returncode == 0, proc.stdout[-2000:]
-        proc = _run([_tool('ansible'), target, '-m', 'ansible.builtin.file', '-a',
-                     'path=%s/itlogs/.partial.0 state=directory mode=0755' % ROOT])
-        assert proc.returncode == 0, proc.stdout[-2000:]
-        # the next run with a move budget of 0: it undoes the move in flight and plans no new
-        # one (a normal round would refill the drained node: 7 moves, about 35 s, that prove
-        # nothing here and could tidy up after a failed undo)
-        proc = _rebalance('-e', NO_MOVES)
-        assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
-        assert _registry()['moves'] == {}
-        final, dummy = _holdings(hosts)  # asserts no leftovers anywhere
-        assert [c for dummy_h, c in _copies(final)['itlogs/0']] == [before[MASTER_HOST]['itlogs/0']]
-    finally:
-        _run(['qdel', str(running), str(pinned)])
+        # 5. and, in the same run, a move whose target already holds the complete copy (the
+        # controller died after the rename, before the finish) is finished: the live pointer
+        # switches, the source copy goes, and a pending job pinned to the source by a hard host
+        # name request (-l hostname=) is re-pointed to the target, its other hard request kept
+        # (issue 23, item 5). The source is the master, so the copy is sent from this machine.
+        done_key = next(k for k in sorted(drained[MASTER_HOST]) if k.startswith('itlogs/')
+                        and k not in ('itlogs/0', 'itlogs/10', 'itlogs/11'))
+        done_task = done_key.split('/')[1]
+        done_target = next(h for h in hosts if h not in (MASTER_HOST, first))
+        pinned_host = _qsub('-h', '-N', 'task.itlogs.%s' % done_task, '-l', 'hostname=%s,h_rt=600' % MASTER_HOST,
+                            '-b', 'y', '/bin/true')
+        try:
+            for key, src, dst in (('itlogs/0', source, target), (done_key, MASTER_HOST, done_target)):
+                proc = _run([_tool('ansible'), MASTER_HOST, '-m', 'gridengine.balancer.task_registry', '-a',
+                             json.dumps({'cluster': CLUSTER, 'move': {'job': 'itlogs', 'task': key.split('/')[1],
+                                                                      'source': src, 'target': dst, 'role': 'live'}})])
+                assert proc.returncode == 0, proc.stdout[-2000:]
+            for args in ('path=%s/itlogs/.partial.0 state=directory mode=0755' % ROOT,
+                         'path=%s/itlogs state=directory mode=0755' % ROOT):
+                proc = _run([_tool('ansible'), target if '.partial' in args else done_target, '-m',
+                             'ansible.builtin.file', '-a', args])
+                assert proc.returncode == 0, proc.stdout[-2000:]
+            proc = _run([_tool('ansible'), done_target, '-m', 'ansible.builtin.copy', '-a',
+                         'src=%s/itlogs/%s dest=%s/itlogs/' % (ROOT, done_task, ROOT)])
+            assert proc.returncode == 0, proc.stdout[-2000:]
+            # the next run with a move budget of 0: it resolves the moves in flight and plans no
+            # new one (a normal round would refill the drained node: 7 moves, about 35 s, that
+            # prove nothing here and could tidy up after a failed undo)
+            proc = _rebalance('-e', NO_MOVES)
+            assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+            assert _registry()['moves'] == {}
+            final, dummy = _holdings(hosts)  # asserts no leftovers anywhere
+            # 4: undone, the copy where it was
+            assert [c for dummy_h, c in _copies(final)['itlogs/0']] == [before[MASTER_HOST]['itlogs/0']]
+            # 5: finished, the copy only on the target and live there, the pinned job follows it
+            assert _copies(final)[done_key] == [(done_target, before[MASTER_HOST][done_key])], \
+                _copies(final)[done_key]
+            assert _registry()['jobs']['itlogs']['tasks'][done_task]['live'] == done_target
+            requests = _job_hard_requests(pinned_host)
+            assert sorted(requests) == ['h_rt', 'hostname'] and requests['hostname'] == done_target, requests
+        finally:
+            _run(['qdel', str(pinned_host)])
