@@ -18,6 +18,7 @@ run with ``LC_ALL=C``:
     qconf_sconf_global.txt       qconf -sconf
     qconf_sconfl.txt             qconf -sconfl (the hosts with a local configuration)
     qconf_sconf_<master>.txt     qconf -sconf <master> (the master's local configuration)
+    qconf_se_global.txt          qconf -se global (the global host's attributes)
     qconf_ap_editor_template.txt the file ``qconf -ap NAME`` hands to $EDITOR: an EDITOR script
                                  copies it and exits 1, so no PE is added (as the queue template
                                  of ../unit/fixtures/qconf/ was captured)
@@ -28,7 +29,7 @@ run with ``LC_ALL=C``:
                                  ``qconf -ap`` with the copying editor
 
 plus one provenance line per file in ../unit/fixtures/qconf/PROVENANCE-objects.md, between this
-program's own markers. After it ran, the unit tables test_sge_{complex,pe,sched_conf,conf}.yaml
+program's own markers. After it ran, the unit tables test_sge_{complex,pe,sched_conf,conf,exec_host}.yaml
 can read these files instead of the package stand-ins (each table names its stand-in in one anchor).
 """
 
@@ -134,6 +135,7 @@ def main():
         ("qconf_sconf_global.txt", "qconf -sconf"),
         ("qconf_sconfl.txt", "qconf -sconfl"),
         ("qconf_sconf_%s.txt" % master, "qconf -sconf %s" % master),
+        ("qconf_se_global.txt", "qconf -se global"),
     ]
     texts = dict((name, must(what.split())) for name, what in files)
     answers = {"sp_missing": answer(["qconf", "-sp", MISSING_PE])}
