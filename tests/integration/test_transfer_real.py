@@ -13,6 +13,7 @@ remote=TRUE too (a test harness: the other users' jobs never reach either queue)
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -28,11 +29,18 @@ LOCAL = {'SGE_ROOT': '/var/lib/gridengine', 'SGE_CELL': 'default', 'SGE_QMASTER_
 REMOTE = dict(LOCAL, SGE_CELL='remote', SGE_QMASTER_PORT='6446', SGE_EXECD_PORT='6447')
 WORK = '/tmp/gridengine-balancer-tq-test'
 JOB = '#!/bin/sh\necho "host=$(hostname) arg1=[$1] arg2=[$2]"\nsleep ${SLEEP:-2}\nexit ${CODE:-0}\n'
+# Several transfer queues (issue 23, item 4): transfer.q as above, and transfer_ht.q in the howto's
+# high-throughput mode with resources of its own. transfer_ht.q is made with transfer.q and kept
+# disabled (qmod -d) but in test_several_transfer_queues_and_high_throughput: having no pending
+# threshold, it would take the jobs the other tests expect to stay home or go through transfer.q.
+QUEUES = [{'name': 'transfer.q'},
+          {'name': 'transfer_ht.q', 'high_throughput': True, 'complex_values': {'h_vmem': '4G'}}]
 PLAY = [os.path.join(ROOT, '.venv/bin/ansible-playbook'), os.path.join(ROOT, 'playbooks/multicluster.yml'),
         '-e', 'cluster=mycluster', '-e', 'transfer_queue_remote_requestable=FORCED',
         '-e', 'transfer_queue_poll_interval=2', '-e', '{"transfer_queue_local_queues": ["tqlocal.q"]}',
         '-e', 'transfer_queue_bulk_poll_interval=5', '-e', 'transfer_queue_pullback_after=10',
-        '-e', '{"transfer_queue_resource_map": {"h_rt": "s_rt"}}']
+        '-e', '{"transfer_queue_resource_map": {"h_rt": "s_rt"}}',
+        '-e', json.dumps({'transfer_queue_queues': QUEUES})]
 # A complex of the local cell only (the partner does not know it): jobs asking for it are refused
 # by the partner and must come back to the local cluster.
 LOCAL_ONLY = 'tq_localonly'
@@ -117,6 +125,7 @@ def clusters():
         handle.write(JOB)
     os.chmod(os.path.join(WORK, 'job.sh'), 0o755)
     run(PLAY, play_env())
+    run(['qmod', '-d', 'transfer_ht.q'], LOCAL)
     queue = run(['qconf', '-sq', 'transfer.q'], LOCAL).stdout
     lines = []
     for line in queue.splitlines():
@@ -150,7 +159,7 @@ def clusters():
 
 def _jobs_in_test_queues():
     """Ids of the jobs in tqlocal.q or transfer.q (qselect -q would list queue instances)."""
-    out = run(['qstat', '-u', '*', '-q', 'tqlocal.q,transfer.q', '-xml'], LOCAL, check=False).stdout
+    out = run(['qstat', '-u', '*', '-q', 'tqlocal.q,transfer.q,transfer_ht.q', '-xml'], LOCAL, check=False).stdout
     return sorted(set(re.findall(r'<JB_job_number>([0-9]+)</JB_job_number>', out)))
 
 
@@ -280,3 +289,52 @@ def test_a_job_pending_on_the_partner_is_pulled_back_when_local_frees(clusters):
         assert acct(LOCAL, filler)['exit_status'].split()[0] == '0'
     finally:
         run(['qdel'] + busy, REMOTE, check=False)
+
+
+def queue_conf(name):
+    conf = {}
+    for line in run(['qconf', '-sq', name], LOCAL).stdout.splitlines():
+        key, dummy, value = line.partition(' ')
+        conf[key] = value.strip()
+    return conf
+
+
+def test_several_transfer_queues_and_high_throughput(clusters):
+    """Two transfer queues to the partner: transfer.q keeps its pending threshold; transfer_ht.q
+    (high throughput) has none, a tenth of the partner's slots and its own resources, so it still
+    sends a job while the partner has pending work, and the job's own exit status comes home."""
+    plain, ht = queue_conf('transfer.q'), queue_conf('transfer_ht.q')
+    # transfer.q closes at a few pending partner jobs; transfer_ht.q only when no partner answers
+    # (its sensor then reports 99999, the role's transfer_queue_unreachable_value)
+    plain_limits = dict(kv.split('=') for kv in plain['load_thresholds'].split(','))
+    ht_limits = dict(kv.split('=') for kv in ht['load_thresholds'].split(','))
+    assert int(plain_limits['remote_pending']) < 100, plain_limits
+    assert ht_limits['remote_pending_transfer_ht_q'] == '99999', ht_limits
+    assert ht['slots'] == '1', ht['slots']        # 10 % of the partner's 3 slots, at least one
+    assert set(ht['complex_values'].split(',')) == {'remote=TRUE', 'h_vmem=4G'}, ht['complex_values']
+    # each queue has its own load sensor and pending complex; the first keeps the old name
+    assert load_value('remote_pending_transfer_ht_q') is not None
+    filler = fill_local(150)
+    busy = [qsub(REMOTE, '-o', WORK, '-e', WORK, '-N', 'busy', '-v', 'SLEEP=60', os.path.join(WORK, 'job.sh'))
+            for dummy in range(5)]
+    run(['qmod', '-e', 'transfer_ht.q'], LOCAL)
+    try:
+        wait_for('remote_pending>=1', lambda: (load_value('remote_pending') or 0) >= 1, timeout=60)
+        # transfer.q is closed by its threshold; transfer_ht.q still takes a job for it
+        stay = qsub(LOCAL, '-o', WORK, '-e', WORK, '-N', 'stay', '-l', 'remote=true', '-q', 'transfer.q',
+                    os.path.join(WORK, 'job.sh'))
+        job = qsub(LOCAL, '-o', WORK, '-e', WORK, '-N', 'ht', '-l', 'remote=true,h_vmem=1G', '-q', 'transfer_ht.q',
+                   '-v', 'SLEEP=1', '-v', 'CODE=6', os.path.join(WORK, 'job.sh'))
+        remote = wait_for('the partner job of the high-throughput queue', lambda: remote_job_of(job), timeout=60)
+        assert (job_state(LOCAL, stay) or ('',))[0] == 'qw'
+        run(['qdel', stay], LOCAL, check=False)
+        run(['qdel'] + busy, REMOTE, check=False)     # the partner job may start now
+        rec = wait_for('the local accounting record', lambda: acct(LOCAL, job), timeout=180, step=2)
+        assert rec['qname'] == 'transfer_ht.q' and rec['exit_status'].split()[0] == '6', rec
+        assert acct(REMOTE, remote)['exit_status'].split()[0] == '6'
+        with open(os.path.join(WORK, 'ht.o%s' % job)) as handle:
+            assert handle.read().strip().startswith('host=partner01 ')
+    finally:
+        run(['qmod', '-d', 'transfer_ht.q'], LOCAL, check=False)
+        run(['qdel'] + busy, REMOTE, check=False)
+        done_with(filler)
