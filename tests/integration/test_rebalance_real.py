@@ -260,3 +260,5 @@ def test_rebalance_moves_data_safely(cluster_nodes, tmp_path):  # noqa: F811
             assert sorted(requests) == ['h_rt', 'hostname'] and requests['hostname'] == done_target, requests
         finally:
             _run(['qdel', str(pinned_host)])
+    finally:
+        _run(['qdel', str(running), str(pinned)])
