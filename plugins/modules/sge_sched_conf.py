@@ -101,8 +101,8 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.sge_objects im
     write_text,
 )
 
-# sched_conf keys padded as SoGE writes them (33 columns before the value)
-KEY_WIDTH = 32
+# sched_conf keys padded as qconf -ssconf prints them (34 columns before the value)
+KEY_WIDTH = 33
 
 
 def run(module, admin):
