@@ -147,8 +147,8 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.sge_objects im
 )
 
 GLOBAL = "global"
-# as Debian's default configuration file lays it out (/usr/share/gridengine/default-configuration)
-KEY_WIDTH = 22
+# keys padded as qconf -sconf prints them (29 columns before the value)
+KEY_WIDTH = 28
 
 
 def _read(admin, label, host):
