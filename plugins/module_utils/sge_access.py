@@ -25,6 +25,8 @@ import socket
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin import (
     CommandFailed,
     SgeAdminError,
+    output_message,
+    output_text,
     same_host,
 )
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import (
@@ -138,10 +140,9 @@ def qmaster_answers(admin, label):
     argv, rc, out, err = admin.run("qconf", ["-sh"])
     if rc == 0:
         return True
-    text = "%s\n%s" % (_text(err), _text(out))
-    if QMASTER_DOWN.search(text):
+    if QMASTER_DOWN.search("%s\n%s" % (output_text(err), output_text(out))):
         return False
-    lines = "; ".join(ln.strip() for ln in text.splitlines() if ln.strip()) or "(no output)"
+    lines = output_message(out, err)
     raise CommandFailed("%s: qconf -sh failed (rc %s): %s" % (label, rc, lines), rc, lines)
 
 
@@ -185,14 +186,6 @@ def execd_answers(admin, label, host):
     if qping_answers(admin, host, execd_port(admin), "execd"):
         return True, "qping"
     return False, None
-
-
-def _text(blob):
-    if blob is None:
-        return ""
-    if isinstance(blob, (bytes, bytearray)):
-        return bytes(blob).decode("utf-8", "replace")
-    return blob
 
 
 # ---------------------------------------------------------------------------------------------

@@ -74,7 +74,10 @@ _KINDS = {
 
 
 class SgeAdminError(Exception):
-    """A Grid Engine admin step failed or was refused; the message names the object and why."""
+    """A Grid Engine admin step failed or was refused; the message names the object and why.
+    ``fail_result``: return values the failure adds (see :func:`run_admin`)."""
+
+    fail_result = None
 
 
 def name_error(kind, name, option):
@@ -435,16 +438,18 @@ _MISSING = re.compile(r"does not exist|No cluster queue or queue instance matche
 _UNRESOLVED = ("can't resolve hostname", "unable to resolve host")
 
 
-def _text(blob):
+def output_text(blob):
+    """A command's output as text (``""`` for none; bytes decoded as UTF-8, bad bytes replaced)."""
     if blob is None:
         return ""
-    if isinstance(blob, bytes):
-        return blob.decode("utf-8", "replace")
+    if isinstance(blob, (bytes, bytearray)):
+        return bytes(blob).decode("utf-8", "replace")
     return blob
 
 
-def _message(out, err):
-    lines = [ln.strip() for ln in (_text(err) + "\n" + _text(out)).splitlines() if ln.strip()]
+def output_message(out, err):
+    """A failed command's stderr and stdout lines joined with ``; `` for a message."""
+    lines = [ln.strip() for ln in (output_text(err) + "\n" + output_text(out)).splitlines() if ln.strip()]
     return "; ".join(lines) if lines else "(no output)"
 
 
@@ -498,11 +503,11 @@ class SgeAdmin(object):
         argv, rc, out, err = self.run(prog, args, raw=raw)
         if rc != 0:
             raise CommandFailed("%s: %s failed (rc %s): %s"
-                                % (label, describe(argv), rc, _message(out, err)),
-                                rc, _message(out, err))
+                                % (label, describe(argv), rc, output_message(out, err)),
+                                rc, output_message(out, err))
         if raw and not isinstance(out, bytes):
-            out = _text(out).encode("utf-8")
-        return out if raw else _text(out)
+            out = output_text(out).encode("utf-8")
+        return out if raw else output_text(out)
 
     def change(self, label, prog, args, resolve_timeout=None, shown=None):
         """Run a command that changes the cluster (in check mode: only record it).
@@ -518,8 +523,8 @@ class SgeAdmin(object):
         while True:
             argv, rc, out, err = self.run(prog, args)
             if rc == 0:
-                return _message(out, err)
-            text = _message(out, err)
+                return output_message(out, err)
+            text = output_message(out, err)
             remaining = deadline - _clock()
             if resolve_timeout and remaining > 0 and any(u in text for u in _UNRESOLVED):
                 _sleep(min(RESOLVE_RETRY_INTERVAL, remaining))
@@ -550,8 +555,8 @@ class SgeAdmin(object):
         """Names of ``qconf <option>``; Grid Engine's "no ... defined" answer gives []."""
         argv, rc, out, err = self.run("qconf", [option])
         if rc == 0:
-            return parse_list(_text(out))
-        text = _message(out, err)
+            return parse_list(output_text(out))
+        text = output_message(out, err)
         if _EMPTY_LIST.match(text):
             return []
         raise CommandFailed("%s: %s failed (rc %s): %s" % (label, describe(argv), rc, text),
@@ -561,8 +566,8 @@ class SgeAdmin(object):
         """``qconf <option> <name>`` parsed, or None when the object does not exist."""
         argv, rc, out, err = self.run("qconf", [option, name])
         if rc == 0:
-            return parse_object(_text(out))
-        text = _message(out, err)
+            return parse_object(output_text(out))
+        text = output_message(out, err)
         if _MISSING.search(text):
             return None
         raise CommandFailed("%s: %s failed (rc %s): %s" % (label, describe(argv), rc, text),
@@ -577,12 +582,12 @@ class SgeAdmin(object):
         """
         argv, rc, out, err = self.run("qstat", ["-f", "-q", queue, "-xml"], raw=True)
         if rc != 0:
-            if not _text(out).strip() and not _text(err).strip():
+            if not output_text(out).strip() and not output_text(err).strip():
                 return {}
             raise CommandFailed("%s: %s failed (rc %s): %s"
-                                % (label, describe(argv), rc, _message(out, err)),
-                                rc, _message(out, err))
-        data = out if isinstance(out, bytes) else _text(out).encode("utf-8")
+                                % (label, describe(argv), rc, output_message(out, err)),
+                                rc, output_message(out, err))
+        data = out if isinstance(out, bytes) else output_text(out).encode("utf-8")
         try:
             parsed = parse_qstat(data, strict_schema=False)
         except SgeParseError as exc:
@@ -623,3 +628,35 @@ class SgeAdmin(object):
             if any(same_host(name, host) for name in hosts):
                 found.add(job["id"])
         return sorted(found)
+
+
+# ---------------------------------------------------------------------------------------------
+# the frame of a module that changes Grid Engine
+# ---------------------------------------------------------------------------------------------
+
+def run_admin(module, run, check=None):
+    """The body of an admin module's ``main()``, after its AnsibleModule is built.
+
+    ``check(params)`` validates the input before anything runs (raising SgeAdminError);
+    ``run(module, admin)`` does the work with an :class:`SgeAdmin` for the module's
+    ``sge_root`` / ``sge_cell`` / ``sge_qmaster_port`` and returns the result. The module exits
+    with that result, or fails with the message of an SgeAdminError, ``commands`` (those run so
+    far, the failing one last) and the error's ``fail_result``."""
+    admin = None
+    params = module.params
+    try:
+        if check is not None:
+            check(params)
+        admin = SgeAdmin(module, params["sge_root"], params["sge_cell"], params["sge_qmaster_port"])
+        result = run(module, admin)
+    except SgeAdminError as exc:
+        module.fail_json(msg=str(exc), commands=admin.commands if admin else [], **(exc.fail_result or {}))
+    module.exit_json(**result)
+
+
+def with_diff(module, result, before, after, header):
+    """``result`` with a ``diff`` of the texts ``before`` and ``after`` (both under ``header``,
+    the object or file) when the task runs in diff mode."""
+    if module._diff:
+        result["diff"] = dict(before=before, after=after, before_header=header, after_header=header)
+    return result

@@ -29,6 +29,8 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin impo
     CommandFailed,
     SgeAdminError,
     canonical,
+    output_message,
+    output_text,
     to_sge_value,
 )
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import describe
@@ -56,26 +58,13 @@ def pattern_error(pattern, name, option, what):
 # reading and writing through qconf
 # ---------------------------------------------------------------------------------------------
 
-def _text(blob):
-    if blob is None:
-        return ""
-    if isinstance(blob, bytes):
-        return blob.decode("utf-8", "replace")
-    return blob
-
-
-def _message(out, err):
-    lines = [ln.strip() for ln in (_text(err) + "\n" + _text(out)).splitlines() if ln.strip()]
-    return "; ".join(lines) if lines else "(no output)"
-
-
 def show(admin, label, args, missing=None):
     """Output text of ``qconf ARGS``; None when it fails with a message matching ``missing``
     (a compiled pattern: the object does not exist). Raises CommandFailed otherwise."""
     argv, rc, out, err = admin.run("qconf", args)
     if rc == 0:
-        return _text(out)
-    text = _message(out, err)
+        return output_text(out)
+    text = output_message(out, err)
     if missing is not None and missing.search(text):
         return None
     raise CommandFailed("%s: %s failed (rc %s): %s" % (label, describe(argv), rc, text), rc, text)
