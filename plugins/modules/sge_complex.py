@@ -152,8 +152,9 @@ commands:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin import (
-    SgeAdmin,
     SgeAdminError,
+    run_admin,
+    with_diff,
 )
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import sge_argument_spec
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_objects import (
@@ -279,10 +280,12 @@ def run(module, admin):
                                     % (label, field, name, value, stored[name][field]))
             after = stored
     result = dict(changed=bool(admin.commands), attributes=_public(after, names), commands=admin.commands)
-    if module._diff:
-        result["diff"] = dict(before=complex_text(changed, before), after=complex_text(changed, after),
-                              before_header=label, after_header=label)
-    return result
+    return with_diff(module, result, complex_text(changed, before), complex_text(changed, after), label)
+
+
+def _check(params):
+    """Refuses bad input (SgeAdminError, naming the option) before anything runs."""
+    wanted_attributes(params["attributes"])
 
 
 def main():
@@ -301,15 +304,7 @@ def main():
     )
     argument_spec.update(sge_argument_spec())
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
-    admin = None
-    try:
-        wanted_attributes(module.params["attributes"])
-        admin = SgeAdmin(module, module.params["sge_root"], module.params["sge_cell"],
-                         module.params["sge_qmaster_port"])
-        result = run(module, admin)
-    except SgeAdminError as exc:
-        module.fail_json(msg=str(exc), commands=admin.commands if admin else [])
-    module.exit_json(**result)
+    run_admin(module, run, _check)
 
 
 if __name__ == "__main__":

@@ -209,17 +209,18 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin import (
     EXEC_HOST_ATTRIBUTES,
     EXEC_HOST_TEMPLATE,
-    SgeAdmin,
     SgeAdminError,
     check_names,
     find_member,
     parse_pairs,
+    run_admin,
     same_host,
     same_value,
     split_list,
     split_value,
     to_sge_value,
     value_error,
+    with_diff,
 )
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import sge_argument_spec
 
@@ -373,7 +374,7 @@ class _JobsOnHost(SgeAdminError):
 
     def __init__(self, jobs, message):
         super(_JobsOnHost, self).__init__(message)
-        self.jobs = jobs
+        self.fail_result = {"jobs": jobs}
 
 
 def _check_jobs(module, admin, label, exec_name):
@@ -486,10 +487,12 @@ def run(module, admin):
         complex_values=after["complex_values"],
         commands=admin.commands,
     )
-    if module._diff:
-        result["diff"] = dict(before=_state_text(name, before), after=_state_text(name, after),
-                              before_header=label, after_header=label)
-    return result
+    return with_diff(module, result, _state_text(name, before), _state_text(name, after), label)
+
+
+def _check(params):
+    """Refuses bad input (SgeAdminError, naming the option) before anything runs."""
+    check_names("host", [params["name"]], "name")
 
 
 def main():
@@ -505,16 +508,7 @@ def main():
     )
     argument_spec.update(sge_argument_spec())
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
-    admin = None
-    try:
-        check_names("host", [module.params["name"]], "name")
-        admin = SgeAdmin(module, module.params["sge_root"], module.params["sge_cell"],
-                         module.params["sge_qmaster_port"])
-        result = run(module, admin)
-    except SgeAdminError as exc:
-        extra = {"jobs": exc.jobs} if isinstance(exc, _JobsOnHost) else {}
-        module.fail_json(msg=str(exc), commands=admin.commands if admin else [], **extra)
-    module.exit_json(**result)
+    run_admin(module, run, _check)
 
 
 if __name__ == "__main__":

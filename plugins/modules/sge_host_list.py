@@ -123,10 +123,11 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.sge_access imp
     unique,
 )
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin import (
-    SgeAdmin,
     SgeAdminError,
     check_names,
+    run_admin,
     same_host,
+    with_diff,
 )
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import sge_argument_spec
 
@@ -186,10 +187,16 @@ def run(module, admin):
 
     changed = bool(admin.commands) if module.check_mode else not _same_list(before, after)
     result = dict(changed=changed, list=which, hosts=after, commands=admin.commands)
-    if module._diff:
-        result["diff"] = dict(before=_list_text(before), after=_list_text(after),
-                              before_header=label, after_header=label)
-    return result
+    return with_diff(module, result, _list_text(before), _list_text(after), label)
+
+
+def _check(params):
+    """Refuses bad input (SgeAdminError, naming the option) before anything runs."""
+    check_names("host", params["host"], "host")
+    for host in params["host"]:
+        if host.lower() in RESERVED_HOSTS:
+            raise SgeAdminError("host: %r is a word Grid Engine reads as a keyword, not a "
+                                "host name" % host)
 
 
 def main():
@@ -201,19 +208,7 @@ def main():
     )
     argument_spec.update(sge_argument_spec())
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
-    admin = None
-    try:
-        check_names("host", module.params["host"], "host")
-        for host in module.params["host"]:
-            if host.lower() in RESERVED_HOSTS:
-                raise SgeAdminError("host: %r is a word Grid Engine reads as a keyword, not a "
-                                    "host name" % host)
-        admin = SgeAdmin(module, module.params["sge_root"], module.params["sge_cell"],
-                         module.params["sge_qmaster_port"])
-        result = run(module, admin)
-    except SgeAdminError as exc:
-        module.fail_json(msg=str(exc), commands=admin.commands if admin else [])
-    module.exit_json(**result)
+    run_admin(module, run, _check)
 
 
 if __name__ == "__main__":

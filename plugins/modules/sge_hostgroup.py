@@ -136,12 +136,13 @@ commands:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin import (
-    SgeAdmin,
     SgeAdminError,
     check_names,
     find_member,
+    run_admin,
     split_list,
     split_value,
+    with_diff,
 )
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import sge_argument_spec
 
@@ -254,10 +255,13 @@ def run(module, admin):
         hosts=after or [],
         commands=admin.commands,
     )
-    if module._diff:
-        result["diff"] = dict(before=_object_text(name, before), after=_object_text(name, after),
-                              before_header=label, after_header=label)
-    return result
+    return with_diff(module, result, _object_text(name, before), _object_text(name, after), label)
+
+
+def _check(params):
+    """Refuses bad input (SgeAdminError, naming the option) before anything runs."""
+    check_names("hostgroup", [params["name"]], "name")
+    check_names("host_or_group", params["hosts"] or [], "hosts")
 
 
 def main():
@@ -270,16 +274,7 @@ def main():
     argument_spec.update(sge_argument_spec())
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True,
                            required_if=[("mode", "exact", ["hosts"])])
-    admin = None
-    try:
-        check_names("hostgroup", [module.params["name"]], "name")
-        check_names("host_or_group", module.params["hosts"] or [], "hosts")
-        admin = SgeAdmin(module, module.params["sge_root"], module.params["sge_cell"],
-                         module.params["sge_qmaster_port"])
-        result = run(module, admin)
-    except SgeAdminError as exc:
-        module.fail_json(msg=str(exc), commands=admin.commands if admin else [])
-    module.exit_json(**result)
+    run_admin(module, run, _check)
 
 
 if __name__ == "__main__":

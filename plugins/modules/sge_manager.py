@@ -109,8 +109,9 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.sge_access imp
     user_error,
 )
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin import (
-    SgeAdmin,
     SgeAdminError,
+    run_admin,
+    with_diff,
 )
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import sge_argument_spec
 
@@ -154,10 +155,12 @@ def run(module, admin):
         after = admin.show_list(label, show)
     changed = bool(admin.commands) if module.check_mode else sorted(before) != sorted(after)
     result = dict(changed=changed, role=role, users=after, commands=admin.commands)
-    if module._diff:
-        result["diff"] = dict(before=_text(before), after=_text(after),
-                              before_header=label, after_header=label)
-    return result
+    return with_diff(module, result, _text(before), _text(after), label)
+
+
+def _check(params):
+    """Refuses bad input (SgeAdminError, naming the option) before anything runs."""
+    check(user_error(u, "users") for u in params["users"])
 
 
 def main():
@@ -168,15 +171,7 @@ def main():
     )
     argument_spec.update(sge_argument_spec())
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
-    admin = None
-    try:
-        check(user_error(u, "users") for u in module.params["users"])
-        admin = SgeAdmin(module, module.params["sge_root"], module.params["sge_cell"],
-                         module.params["sge_qmaster_port"])
-        result = run(module, admin)
-    except SgeAdminError as exc:
-        module.fail_json(msg=str(exc), commands=admin.commands if admin else [])
-    module.exit_json(**result)
+    run_admin(module, run, _check)
 
 
 if __name__ == "__main__":

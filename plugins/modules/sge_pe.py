@@ -121,14 +121,15 @@ commands:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin import (
-    SgeAdmin,
     SgeAdminError,
     parse_object,
     render_object,
     render_text,
+    run_admin,
     same_value,
     to_sge_value,
     value_error,
+    with_diff,
 )
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import sge_argument_spec
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_objects import (
@@ -214,9 +215,15 @@ def run(module, admin):
 
     result = dict(changed=bool(admin.commands), name=name, attributes=result_attributes,
                   commands=admin.commands)
-    if module._diff:
-        result["diff"] = dict(before=before_text, after=after_text, before_header=label, after_header=label)
-    return result
+    return with_diff(module, result, before_text, after_text, label)
+
+
+def _check(params):
+    """Refuses bad input (SgeAdminError, naming the option) before anything runs."""
+    msg = pattern_error(PE_NAME_RE, params["name"], "name",
+                        "letters, digits, '_', '.', '-', starting with a letter or '_'")
+    if msg:
+        raise SgeAdminError(msg)
 
 
 def main():
@@ -227,18 +234,7 @@ def main():
     )
     argument_spec.update(sge_argument_spec())
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
-    admin = None
-    try:
-        msg = pattern_error(PE_NAME_RE, module.params["name"], "name",
-                            "letters, digits, '_', '.', '-', starting with a letter or '_'")
-        if msg:
-            raise SgeAdminError(msg)
-        admin = SgeAdmin(module, module.params["sge_root"], module.params["sge_cell"],
-                         module.params["sge_qmaster_port"])
-        result = run(module, admin)
-    except SgeAdminError as exc:
-        module.fail_json(msg=str(exc), commands=admin.commands if admin else [])
-    module.exit_json(**result)
+    run_admin(module, run, _check)
 
 
 if __name__ == "__main__":

@@ -88,11 +88,12 @@ commands:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin import (
-    SgeAdmin,
     SgeAdminError,
     parse_object,
     render_object,
     render_text,
+    run_admin,
+    with_diff,
 )
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import sge_argument_spec
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_objects import (
@@ -128,25 +129,20 @@ def run(module, admin):
                     module.warn("%s: %s was given as %r; Grid Engine stored %r. Give it as Grid Engine "
                                 "prints it, or every run changes it again." % (label, key, value, stored.get(key)))
     result = dict(changed=bool(admin.commands), parameters=result_parameters, commands=admin.commands)
-    if module._diff:
-        result["diff"] = dict(before=render_text(dict((k, current[k]) for k in differing)),
-                              after=render_text(differing), before_header=label, after_header=label)
-    return result
+    return with_diff(module, result, render_text(dict((k, current[k]) for k in differing)),
+                     render_text(differing), label)
+
+
+def _check(params):
+    """Refuses bad input (SgeAdminError, naming the option) before anything runs."""
+    checked_parameters(params["parameters"], "parameters")
 
 
 def main():
     argument_spec = dict(parameters=dict(type="dict", required=True))
     argument_spec.update(sge_argument_spec())
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
-    admin = None
-    try:
-        checked_parameters(module.params["parameters"], "parameters")
-        admin = SgeAdmin(module, module.params["sge_root"], module.params["sge_cell"],
-                         module.params["sge_qmaster_port"])
-        result = run(module, admin)
-    except SgeAdminError as exc:
-        module.fail_json(msg=str(exc), commands=admin.commands if admin else [])
-    module.exit_json(**result)
+    run_admin(module, run, _check)
 
 
 if __name__ == "__main__":

@@ -140,10 +140,11 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.sge_access imp
     unique,
 )
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin import (
-    SgeAdmin,
     SgeAdminError,
+    run_admin,
     same_value,
     split_list,
+    with_diff,
 )
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import sge_argument_spec
 
@@ -225,10 +226,16 @@ def run(module, admin):
             before and after and _differs(before, dict((k, after.get(k, "NONE")) for k in FIELDS)))
     result = dict(changed=changed, userset=after or {}, entries=_entries(after),
                   commands=admin.commands)
-    if module._diff:
-        result["diff"] = dict(before=object_text(before), after=object_text(after),
-                              before_header=label, after_header=label)
-    return result
+    return with_diff(module, result, object_text(before), object_text(after), label)
+
+
+def _check(params):
+    """Refuses bad input (SgeAdminError, naming the option) before anything runs."""
+    check([object_error(params["name"], "name", "user set")]
+          + [entry_error(e, "entries") for e in params["entries"] or []])
+    for key in ("fshare", "oticket"):
+        if params[key] is not None and params[key] < 0:
+            raise SgeAdminError("%s: %s is negative; Grid Engine takes 0 or more" % (key, params[key]))
 
 
 def main():
@@ -243,19 +250,7 @@ def main():
     )
     argument_spec.update(sge_argument_spec())
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
-    admin = None
-    try:
-        p = module.params
-        check([object_error(p["name"], "name", "user set")]
-              + [entry_error(e, "entries") for e in p["entries"] or []])
-        for key in ("fshare", "oticket"):
-            if p[key] is not None and p[key] < 0:
-                raise SgeAdminError("%s: %s is negative; Grid Engine takes 0 or more" % (key, p[key]))
-        admin = SgeAdmin(module, p["sge_root"], p["sge_cell"], p["sge_qmaster_port"])
-        result = run(module, admin)
-    except SgeAdminError as exc:
-        module.fail_json(msg=str(exc), commands=admin.commands if admin else [])
-    module.exit_json(**result)
+    run_admin(module, run, _check)
 
 
 if __name__ == "__main__":
