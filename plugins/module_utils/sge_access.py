@@ -206,6 +206,95 @@ def read_named(admin, label, list_option, show_option, name):
     return obj
 
 
+def apply_named(module, admin, label, options, name, template, fields, wanted_for, differs):
+    """One run of a module that keeps an object read with a list and a show command and written
+    whole from a file (projects, user sets): present with the values asked for, or absent
+    (``module.params["state"]``). In check mode the changing commands are only recorded.
+
+    ``options``: the qconf options (list, show, add, modify, delete), for a project
+    ``("-sprjl", "-sprj", "-Aprj", "-Mprj", "-dprj")``. ``template``: a new object's values
+    before the ones asked for; ``fields``: the attributes written back when an existing object
+    changes; ``wanted_for(current)``: the values asked for (``current`` is None for a new
+    object); ``differs(current, wanted)``: the keys whose values differ.
+
+    Returns ``(before, after, changed)``: the object before and after the run (None: there is
+    none; after a change, as Grid Engine stored it; in check mode, as the run would leave it).
+    """
+    list_option, show_option, add_option, modify_option, delete_option = options
+    present = module.params["state"] == "present"
+    before = read_named(admin, label, list_option, show_option, name)
+    after = before
+    if not present:
+        if before is not None:
+            admin.change(label, "qconf", [delete_option, name])
+            after = None
+    elif before is None:
+        after = dict(template)
+        after.update(wanted_for(None))
+        admin.change_with_file(label, add_option, after)
+    else:
+        wanted = wanted_for(before)
+        keys = differs(before, wanted)
+        if keys:
+            after = dict((k, before.get(k, "NONE")) for k in fields)
+            after["name"] = name
+            after.update(dict((k, wanted[k]) for k in keys))
+            admin.change_with_file(label, modify_option, after)
+    if admin.commands and not module.check_mode and present:
+        after = read_named(admin, label, list_option, show_option, name)
+        if after is None:
+            raise SgeAdminError("%s: not found after qconf reported success" % label)
+    if module.check_mode:
+        changed = bool(admin.commands)
+    else:
+        changed = (before is None) != (after is None) or bool(
+            before and after and differs(before, dict((k, after.get(k, "NONE")) for k in fields)))
+    return before, after, changed
+
+
+# ---------------------------------------------------------------------------------------------
+# lists of names changed one name at a time (admin and submit hosts, managers, operators)
+# ---------------------------------------------------------------------------------------------
+
+def apply_list(module, admin, label, options, names, find, refuse=None, resolve_timeout=None):
+    """Make ``names`` members of a list (``module.params["state"]`` V(present)) or not
+    (V(absent)), one ``qconf`` call per name that changes. In check mode the calls are only
+    recorded.
+
+    ``options``: the qconf options (show, add, delete), for the submit hosts
+    ``("-ss", "-as", "-ds")``. ``find(name, members)``: the member that is ``name``, or None.
+    ``refuse(before)``: called before anything is removed; raises SgeAdminError for a name Grid
+    Engine keeps on the list. ``resolve_timeout``: given to the adding calls (see
+    :meth:`SgeAdmin.change`).
+
+    Returns ``(before, after)``: the list before and after the run (after a change, as Grid
+    Engine prints it; in check mode, as the run would leave it)."""
+    show, add, delete = options
+    before = admin.show_list(label, show)
+    after = list(before)
+    if module.params["state"] == "present":
+        for name in names:
+            if find(name, after) is None:
+                admin.change(label, "qconf", [add, name], resolve_timeout=resolve_timeout)
+                after.append(name)
+    else:
+        if refuse is not None:
+            refuse(before)
+        for name in names:
+            member = find(name, after)
+            if member is not None:
+                admin.change(label, "qconf", [delete, member])
+                after.remove(member)
+    if admin.commands and not module.check_mode:
+        after = admin.show_list(label, show)
+    return before, after
+
+
+def lines_text(names):
+    """One name a line, for a diff of a list."""
+    return "".join("%s\n" % n for n in names)
+
+
 def names_value(names):
     """A Grid Engine list value: names joined with commas, ``NONE`` when empty."""
     return ",".join(names) if names else "NONE"

@@ -118,7 +118,9 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_access import (
     RESERVED_HOSTS,
+    apply_list,
     find_host,
+    lines_text,
     qmaster_host,
     unique,
 )
@@ -138,10 +140,6 @@ LISTS = {
 }
 
 
-def _list_text(hosts):
-    return "".join("%s\n" % h for h in hosts)
-
-
 def _same_list(a, b):
     return (len(a) == len(b) and all(find_host(h, b) is not None for h in a)
             and all(find_host(h, a) is not None for h in b))
@@ -149,45 +147,32 @@ def _same_list(a, b):
 
 def run(module, admin):
     which = module.params["list"]
-    state = module.params["state"]
     hosts = unique(module.params["host"], same_host)
     label, show, add, delete = LISTS[which]
-    timeout = max(module.params["resolve_timeout"], 0)
 
-    before = admin.show_list(label, show)
-    after = list(before)
-    if state == "present":
-        for host in hosts:
-            if find_host(host, after) is None:
-                admin.change(label, "qconf", [add, host], resolve_timeout=timeout)
-                after.append(host)
-    else:
-        if which == "admin":
-            master = qmaster_host(admin)
-            refused = [h for h in hosts if master and same_host(h, master)
-                       and find_host(h, before) is not None]
-            if refused:
-                raise SgeAdminError(
-                    "%s: %s is the qmaster host (act_qmaster); Grid Engine keeps it an "
-                    "administrative host, so nothing was changed" % (label, refused[0]))
-        for host in hosts:
-            member = find_host(host, after)
-            if member is not None:
-                admin.change(label, "qconf", [delete, member])
-                after.remove(member)
+    def refuse(before):
+        if which != "admin":
+            return
+        master = qmaster_host(admin)
+        refused = [h for h in hosts if master and same_host(h, master)
+                   and find_host(h, before) is not None]
+        if refused:
+            raise SgeAdminError(
+                "%s: %s is the qmaster host (act_qmaster); Grid Engine keeps it an "
+                "administrative host, so nothing was changed" % (label, refused[0]))
 
-    if admin.commands and not module.check_mode:
-        after = admin.show_list(label, show)
-        if state == "present":
-            missing = [h for h in hosts if find_host(h, after) is None]
-            if missing:
-                module.warn("%s: %s not found under the given name after qconf %s (an alias?); "
-                            "give names as qconf %s prints them"
-                            % (label, ", ".join(missing), add, show))
+    before, after = apply_list(module, admin, label, (show, add, delete), hosts, find_host, refuse,
+                               resolve_timeout=max(module.params["resolve_timeout"], 0))
+    if admin.commands and not module.check_mode and module.params["state"] == "present":
+        missing = [h for h in hosts if find_host(h, after) is None]
+        if missing:
+            module.warn("%s: %s not found under the given name after qconf %s (an alias?); "
+                        "give names as qconf %s prints them"
+                        % (label, ", ".join(missing), add, show))
 
     changed = bool(admin.commands) if module.check_mode else not _same_list(before, after)
     result = dict(changed=changed, list=which, hosts=after, commands=admin.commands)
-    return with_diff(module, result, _list_text(before), _list_text(after), label)
+    return with_diff(module, result, lines_text(before), lines_text(after), label)
 
 
 def _check(params):

@@ -104,7 +104,9 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_access import (
     admin_user,
+    apply_list,
     check,
+    lines_text,
     unique,
     user_error,
 )
@@ -122,40 +124,24 @@ ROLES = {
 }
 
 
-def _text(users):
-    return "".join("%s\n" % u for u in users)
-
-
 def run(module, admin):
     role = module.params["role"]
-    state = module.params["state"]
     users = unique(module.params["users"])
     label, show, add, delete = ROLES[role]
 
-    before = admin.show_list(label, show)
-    after = list(before)
-    if state == "present":
-        for user in users:
-            if user not in after:
-                admin.change(label, "qconf", [add, user])
-                after.append(user)
-    else:
+    def refuse(before):
         kept = ["root"] + [u for u in [admin_user(admin)] if u]
         refused = [u for u in users if u in kept and u in before]
         if refused:
             raise SgeAdminError(
                 "%s: %s is root or Grid Engine's admin user, which Grid Engine keeps on the list; "
                 "nothing was changed" % (label, refused[0]))
-        for user in users:
-            if user in after:
-                admin.change(label, "qconf", [delete, user])
-                after.remove(user)
 
-    if admin.commands and not module.check_mode:
-        after = admin.show_list(label, show)
+    before, after = apply_list(module, admin, label, (show, add, delete), users,
+                               lambda user, members: user if user in members else None, refuse)
     changed = bool(admin.commands) if module.check_mode else sorted(before) != sorted(after)
     result = dict(changed=changed, role=role, users=after, commands=admin.commands)
-    return with_diff(module, result, _text(before), _text(after), label)
+    return with_diff(module, result, lines_text(before), lines_text(after), label)
 
 
 def _check(params):

@@ -109,11 +109,11 @@ commands:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_access import (
+    apply_named,
     check,
     names_value,
     object_error,
     object_text,
-    read_named,
     unique,
 )
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin import (
@@ -149,37 +149,16 @@ def run(module, admin):
     name = module.params["name"]
     label = "project %s" % name
     wanted = _wanted(module.params)
-    before = read_named(admin, label, "-sprjl", "-sprj", name)
-    after = before
-    if module.params["state"] == "absent":
-        if before is not None:
-            admin.change(label, "qconf", ["-dprj", name])
-            after = None
-    elif before is None:
-        after = dict(name=name, oticket="0", fshare="0", acl="NONE", xacl="NONE")
-        after.update(wanted)
-        admin.change_with_file(label, "-Aprj", after)
-    else:
-        differs = _differs(before, wanted)
-        if differs:
-            after = dict((k, before.get(k, "NONE")) for k in FIELDS)
-            after["name"] = name
-            after.update(dict((k, wanted[k]) for k in differs))
-            admin.change_with_file(label, "-Mprj", after)
-    if admin.commands and not module.check_mode and module.params["state"] == "present":
-        after = read_named(admin, label, "-sprjl", "-sprj", name)
-        if after is None:
-            raise SgeAdminError("%s: not found after qconf reported success" % label)
+    before, after, changed = apply_named(
+        module, admin, label, ("-sprjl", "-sprj", "-Aprj", "-Mprj", "-dprj"), name,
+        dict(name=name, oticket="0", fshare="0", acl="NONE", xacl="NONE"), FIELDS,
+        lambda current: wanted, _differs)
+    if admin.commands and not module.check_mode and after is not None:
         stored = _differs(after, wanted)
         if stored:
             module.warn("%s: Grid Engine stored %s differently than given (%s)"
                         % (label, ", ".join(stored),
                            ", ".join("%s %s" % (k, after.get(k)) for k in stored)))
-    if module.check_mode:
-        changed = bool(admin.commands)
-    else:
-        changed = (before is None) != (after is None) or bool(
-            before and after and _differs(before, dict((k, after.get(k, "NONE")) for k in FIELDS)))
     result = dict(changed=changed, project=after or {}, commands=admin.commands)
     return with_diff(module, result, object_text(before), object_text(after), label)
 

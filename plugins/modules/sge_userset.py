@@ -131,12 +131,12 @@ commands:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_access import (
+    apply_named,
     check,
     entry_error,
     names_value,
     object_error,
     object_text,
-    read_named,
     unique,
 )
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin import (
@@ -189,41 +189,20 @@ def run(module, admin):
     name = p["name"]
     label = "user set %s" % name
     entries = unique(p["entries"]) if p["entries"] is not None else None
-    before = read_named(admin, label, "-sul", "-su", name)
-    after = before
     wanted = {}
     if p["type"] is not None:
         wanted["type"] = ",".join(sorted(set(p["type"]))) if p["type"] else "ACL"
     for key in ("fshare", "oticket"):
         if p[key] is not None:
             wanted[key] = str(p[key])
-    if p["state"] == "absent":
-        if before is not None:
-            admin.change(label, "qconf", ["-dul", name])
-            after = None
-    elif before is None:
-        after = dict(name=name, type="ACL", fshare="0", oticket="0",
-                     entries=names_value(_wanted_entries([], entries, p["mode"])))
-        after.update(wanted)
-        admin.change_with_file(label, "-Au", after)
-    else:
-        new_entries = _wanted_entries(_entries(before), entries, p["mode"])
-        wanted["entries"] = names_value(new_entries)
-        differs = _differs(before, wanted)
-        if differs:
-            after = dict((k, before.get(k, "NONE")) for k in FIELDS)
-            after["name"] = name
-            after.update(dict((k, wanted[k]) for k in differs))
-            admin.change_with_file(label, "-Mu", after)
-    if admin.commands and not module.check_mode and p["state"] == "present":
-        after = read_named(admin, label, "-sul", "-su", name)
-        if after is None:
-            raise SgeAdminError("%s: not found after qconf reported success" % label)
-    if module.check_mode:
-        changed = bool(admin.commands)
-    else:
-        changed = (before is None) != (after is None) or bool(
-            before and after and _differs(before, dict((k, after.get(k, "NONE")) for k in FIELDS)))
+
+    def wanted_for(current):
+        return dict(wanted, entries=names_value(_wanted_entries(_entries(current), entries, p["mode"])))
+
+    before, after, changed = apply_named(
+        module, admin, label, ("-sul", "-su", "-Au", "-Mu", "-dul"), name,
+        dict(name=name, type="ACL", fshare="0", oticket="0", entries="NONE"), FIELDS,
+        wanted_for, _differs)
     result = dict(changed=changed, userset=after or {}, entries=_entries(after),
                   commands=admin.commands)
     return with_diff(module, result, object_text(before), object_text(after), label)
