@@ -652,11 +652,3 @@ def run_admin(module, run, check=None):
     except SgeAdminError as exc:
         module.fail_json(msg=str(exc), commands=admin.commands if admin else [], **(exc.fail_result or {}))
     module.exit_json(**result)
-
-
-def with_diff(module, result, before, after, header):
-    """``result`` with a ``diff`` of the texts ``before`` and ``after`` (both under ``header``,
-    the object or file) when the task runs in diff mode."""
-    if module._diff:
-        result["diff"] = dict(before=before, after=after, before_header=header, after_header=header)
-    return result

@@ -154,8 +154,8 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin import (
     SgeAdminError,
     run_admin,
-    with_diff,
 )
+from ansible_collections.gridengine.balancer.plugins.module_utils.results import with_diff
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import sge_argument_spec
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_objects import (
     COMPLEX_FIELDS,

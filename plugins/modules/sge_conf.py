@@ -130,13 +130,14 @@ commands:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin import (
-    SgeAdmin,
     SgeAdminError,
     check_names,
     parse_object,
     render_object,
     render_text,
+    run_admin,
 )
+from ansible_collections.gridengine.balancer.plugins.module_utils.results import with_diff
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import sge_argument_spec
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_objects import (
     CONF_MISSING,
@@ -238,14 +239,12 @@ def run(module, admin):
                           | set(k for k in (after or {}) if (current or {}).get(k) != after[k]))
     result = dict(changed=bool(admin.commands), host=host, exists=after is not None,
                   parameters=dict((k, (after or {}).get(k)) for k in given), commands=admin.commands)
-    if module._diff:
-        if current is None or after is None:
-            before_text, after_text = _text(current), _text(after)
-        else:
-            before_text = _text(dict((k, current[k]) for k in changed_keys if k in current))
-            after_text = _text(dict((k, after[k]) for k in changed_keys if k in after))
-        result["diff"] = dict(before=before_text, after=after_text, before_header=label, after_header=label)
-    return result
+    if current is None or after is None:
+        before_text, after_text = _text(current), _text(after)
+    else:
+        before_text = _text(dict((k, current[k]) for k in changed_keys if k in current))
+        after_text = _text(dict((k, after[k]) for k in changed_keys if k in after))
+    return with_diff(module, result, before_text, after_text, label)
 
 
 def main():
@@ -256,15 +255,7 @@ def main():
     )
     argument_spec.update(sge_argument_spec())
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
-    admin = None
-    try:
-        _check(module.params)
-        admin = SgeAdmin(module, module.params["sge_root"], module.params["sge_cell"],
-                         module.params["sge_qmaster_port"])
-        result = run(module, admin)
-    except SgeAdminError as exc:
-        module.fail_json(msg=str(exc), commands=admin.commands if admin else [])
-    module.exit_json(**result)
+    run_admin(module, run, _check)
 
 
 if __name__ == "__main__":

@@ -124,8 +124,8 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin impo
     check_names,
     run_admin,
     same_host,
-    with_diff,
 )
+from ansible_collections.gridengine.balancer.plugins.module_utils.results import with_diff
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import sge_argument_spec
 
 

@@ -220,8 +220,8 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin impo
     split_value,
     to_sge_value,
     value_error,
-    with_diff,
 )
+from ansible_collections.gridengine.balancer.plugins.module_utils.results import with_diff
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import sge_argument_spec
 
 

@@ -142,8 +142,8 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin impo
     run_admin,
     split_list,
     split_value,
-    with_diff,
 )
+from ansible_collections.gridengine.balancer.plugins.module_utils.results import with_diff
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import sge_argument_spec
 
 

@@ -113,8 +113,8 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.sge_access imp
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin import (
     SgeAdminError,
     run_admin,
-    with_diff,
 )
+from ansible_collections.gridengine.balancer.plugins.module_utils.results import with_diff
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import sge_argument_spec
 
 # role: (label, show, add, delete)

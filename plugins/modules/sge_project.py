@@ -120,8 +120,8 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin impo
     SgeAdminError,
     run_admin,
     same_value,
-    with_diff,
 )
+from ansible_collections.gridengine.balancer.plugins.module_utils.results import with_diff
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import sge_argument_spec
 
 FIELDS = ("name", "oticket", "fshare", "acl", "xacl")

@@ -173,8 +173,8 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin impo
     same_value,
     to_sge_value,
     value_error,
-    with_diff,
 )
+from ansible_collections.gridengine.balancer.plugins.module_utils.results import with_diff
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import sge_argument_spec
 
 INSTANCE_READS = 3

@@ -120,8 +120,8 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin impo
     SgeAdminError,
     check_names,
     run_admin,
-    with_diff,
 )
+from ansible_collections.gridengine.balancer.plugins.module_utils.results import with_diff
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import sge_argument_spec
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_rqs import (
     MISSING,

@@ -93,8 +93,8 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin impo
     render_object,
     render_text,
     run_admin,
-    with_diff,
 )
+from ansible_collections.gridengine.balancer.plugins.module_utils.results import with_diff
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import sge_argument_spec
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_objects import (
     checked_parameters,

@@ -144,8 +144,8 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin impo
     run_admin,
     same_value,
     split_list,
-    with_diff,
 )
+from ansible_collections.gridengine.balancer.plugins.module_utils.results import with_diff
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import sge_argument_spec
 
 FIELDS = ("name", "type", "fshare", "oticket", "entries")
