@@ -191,22 +191,34 @@ def plan_poll(args, execute_state, check_mode=False, diff=False, home=None):
     return result
 
 
-class ActionModule(ActionBase):
+class StateAction(ActionBase):
+    """The task machinery of a decision that keeps its state on the task's host (elastic_plan,
+    reconcile_plan): the task's arguments validated against ``argument_spec``, then
+    ``core(args, execute_state, check_mode=..., diff=...)``, where ``execute_state(module_args)``
+    runs balancer_state on the task's host."""
 
     TRANSFERS_FILES = False
     _supports_check_mode = True
     _supports_async = False
+    argument_spec = None
+    core = None
 
     def run(self, tmp=None, task_vars=None):
         if task_vars is None:
             task_vars = {}
-        result = super(ActionModule, self).run(tmp, task_vars)
+        result = super(StateAction, self).run(tmp, task_vars)
         del tmp
-        args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)[1]
+        args = self.validate_argument_spec(argument_spec=self.argument_spec)[1]
 
         def execute_state(module_args):
             return self._execute_module(module_name=STATE_MODULE, module_args=module_args, task_vars=task_vars)
 
-        result.update(plan_poll(args, execute_state, check_mode=bool(self._task.check_mode),
+        result.update(self.core(args, execute_state, check_mode=bool(self._task.check_mode),
                                 diff=bool(self._task.diff)))
         return result
+
+
+class ActionModule(StateAction):
+
+    argument_spec = ARGUMENT_SPEC
+    core = staticmethod(plan_poll)

@@ -16,9 +16,12 @@ import os
 import time
 
 from ansible.errors import AnsibleActionFail
-from ansible.plugins.action import ActionBase
 
-from ansible_collections.gridengine.balancer.plugins.action.elastic_plan import argument_spec_from_doc, save_state
+from ansible_collections.gridengine.balancer.plugins.action.elastic_plan import (
+    StateAction,
+    argument_spec_from_doc,
+    save_state,
+)
 from ansible_collections.gridengine.balancer.plugins.modules import reconcile_plan as _doc
 from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_state import (
     DEFAULT_ROOT,
@@ -26,7 +29,6 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_state
 )
 from ansible_collections.gridengine.balancer.plugins.plugin_utils.policy import reconcile as policy
 
-STATE_MODULE = 'gridengine.balancer.balancer_state'
 STATE_FILE_NAME = 'reconcile.json'
 ARGUMENT_SPEC = argument_spec_from_doc(_doc.DOCUMENTATION)
 
@@ -117,22 +119,7 @@ def run_reconcile(args, execute_state, check_mode=False, diff=False, clock=time.
     return result
 
 
-class ActionModule(ActionBase):
+class ActionModule(StateAction):
 
-    TRANSFERS_FILES = False
-    _supports_check_mode = True
-    _supports_async = False
-
-    def run(self, tmp=None, task_vars=None):
-        if task_vars is None:
-            task_vars = {}
-        result = super(ActionModule, self).run(tmp, task_vars)
-        del tmp
-        args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)[1]
-
-        def execute_state(module_args):
-            return self._execute_module(module_name=STATE_MODULE, module_args=module_args, task_vars=task_vars)
-
-        result.update(run_reconcile(args, execute_state, check_mode=bool(self._task.check_mode),
-                                    diff=bool(self._task.diff)))
-        return result
+    argument_spec = ARGUMENT_SPEC
+    core = staticmethod(run_reconcile)
