@@ -57,3 +57,23 @@ def test_builds_cluster_and_path_from_one_spec(name, monkeypatch):
 def test_the_fragment_matches_the_spec():
     options = yaml.safe_load(ModuleDocFragment.DOCUMENTATION)["options"]
     assert options["cluster"]["type"] == cluster_file_spec()["cluster"]["type"]
+
+
+# the same for the node's task data: data_root through gridengine.balancer.task_data and
+# task_data.data_root_spec
+
+@pytest.mark.parametrize("name", ["task_data", "task_data_info"])
+def test_task_data_root_through_the_fragment_and_one_spec(name, monkeypatch):
+    from ansible_collections.gridengine.balancer.plugins.doc_fragments.task_data import ModuleDocFragment as TaskData
+    from ansible_collections.gridengine.balancer.plugins.module_utils.task_data import data_root_spec
+    module = importlib.import_module(PACKAGE + name)
+    doc = yaml.safe_load(module.DOCUMENTATION)
+    assert "gridengine.balancer.task_data" in doc["extends_documentation_fragment"], name
+    assert "data_root" not in doc["options"], name
+    monkeypatch.setattr(module, "AnsibleModule", _fake_module)
+    with pytest.raises(_Built) as built:
+        module.main()
+    assert built.value.kwargs["argument_spec"]["data_root"] == data_root_spec()["data_root"]
+    documented = yaml.safe_load(TaskData.DOCUMENTATION)["options"]["data_root"]
+    assert (documented["type"], documented["default"]) == (data_root_spec()["data_root"]["type"],
+                                                           data_root_spec()["data_root"]["default"])
