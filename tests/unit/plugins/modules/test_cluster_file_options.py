@@ -77,3 +77,22 @@ def test_task_data_root_through_the_fragment_and_one_spec(name, monkeypatch):
     documented = yaml.safe_load(TaskData.DOCUMENTATION)["options"]["data_root"]
     assert (documented["type"], documented["default"]) == (data_root_spec()["data_root"]["type"],
                                                            data_root_spec()["data_root"]["default"])
+
+
+# the EC2 node modules: cluster and the API retries through gridengine.balancer.ec2 and
+# ec2_nodes.ec2_argument_spec
+
+def test_ec2_fragment_matches_the_spec():
+    from ansible_collections.gridengine.balancer.plugins.doc_fragments.ec2 import ModuleDocFragment as Ec2
+    from ansible_collections.gridengine.balancer.plugins.module_utils.ec2_nodes import ec2_argument_spec
+    documented = yaml.safe_load(Ec2.DOCUMENTATION)["options"]
+    spec = ec2_argument_spec()
+    assert sorted(documented) == sorted(spec)
+    for name, entry in spec.items():
+        assert documented[name]["type"] == entry["type"], name
+        assert documented[name].get("default") == entry.get("default"), name
+        assert bool(documented[name].get("required")) == bool(entry.get("required")), name
+    for module in ("ec2_node", "ec2_node_info"):
+        doc = yaml.safe_load(importlib.import_module(PACKAGE + module).DOCUMENTATION)
+        assert "gridengine.balancer.ec2" in doc["extends_documentation_fragment"], module
+        assert "cluster" not in doc["options"] and "api_retries" not in doc["options"], module
