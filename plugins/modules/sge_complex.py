@@ -15,6 +15,7 @@ author:
   - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
   - gridengine.balancer.sge
+  - gridengine.balancer.sge.admin
 description:
   - Keeps the attributes given in O(attributes) in Grid Engine's complex list (complex(5)), and
     only those. Every other attribute of the list stays as it is, whatever this module is given.
@@ -90,12 +91,6 @@ notes:
     can be written as Grid Engine prints it.
   - C(qconf -Mc) replaces the whole list. Another change of the list made between this module's
     read and its write is lost; run the tasks that change complexes one at a time.
-  - In check mode nothing is run that changes the cluster; the result tells what would change.
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
 seealso:
   - module: gridengine.balancer.sge_exec_host
   - module: gridengine.balancer.sge_queue

@@ -15,6 +15,7 @@ author:
   - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
   - gridengine.balancer.sge
+  - gridengine.balancer.sge.admin
 description:
   - Sets the parameters given in O(parameters) in Grid Engine's global configuration, or in the
     local configuration of O(host) (sge_conf(5)); every other parameter keeps its value. Deletes a
@@ -62,12 +63,6 @@ notes:
     execution host, whose execd must be stopped with C(qconf -ke) and started again).
   - C(qconf -Mconf) replaces the whole configuration. Another change made between this module's
     read and its write is lost.
-  - In check mode nothing is run that changes the cluster; the result tells what would change.
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
 seealso:
   - module: gridengine.balancer.sge_sched_conf
   - name: Grid Engine sge_conf(5)

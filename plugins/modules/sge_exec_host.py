@@ -15,6 +15,7 @@ author:
   - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
   - gridengine.balancer.sge
+  - gridengine.balancer.sge.admin
 description:
   - Registers a host with the qmaster as an administrative host (C(qconf -ah)), an execution
     host (C(qconf -Ae FILE)) and optionally a submit host (C(qconf -as)), or removes it again.
@@ -103,14 +104,8 @@ notes:
   - It does not wait for jobs to end. Drain the host first (M(gridengine.balancer.sge_queue)
     with O(gridengine.balancer.sge_queue#module:instance_state=disabled), then wait until
     C(qstat) shows no job on it); with jobs on it O(state=absent) fails unless O(force=true).
-  - In check mode nothing is run that changes the cluster; the result tells what would change.
-    The read-only C(qstat) runs in check mode too, so a removal that would be refused fails
+  - The read-only C(qstat) runs in check mode too, so a removal that would be refused fails
     in check mode as well.
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
 seealso:
   - module: gridengine.balancer.sge_hostgroup
   - module: gridengine.balancer.sge_queue

@@ -15,6 +15,7 @@ author:
   - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
   - gridengine.balancer.sge
+  - gridengine.balancer.sge.admin
 description:
   - Makes sure that hosts are, or are not, on Grid Engine's administrative host list
     (C(qconf -sh), C(-ah), C(-dh)) or submit host list (C(qconf -ss), C(-as), C(-ds)).
@@ -59,12 +60,6 @@ options:
 notes:
   - Run it on the qmaster host or another Grid Engine admin host, as a Grid Engine manager.
   - The host name must resolve on the qmaster when it is added.
-  - In check mode nothing is run that changes the cluster; the result tells what would change.
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
 seealso:
   - module: gridengine.balancer.sge_exec_host
   - name: Grid Engine qconf(1)

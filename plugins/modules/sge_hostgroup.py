@@ -15,6 +15,7 @@ author:
   - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
   - gridengine.balancer.sge
+  - gridengine.balancer.sge.admin
 description:
   - Creates, changes and deletes a Grid Engine host group (C(qconf -shgrp)) and reports
     truthfully what changed, with the host list before and after as the diff.
@@ -67,14 +68,8 @@ notes:
   - Run it on the qmaster host or another Grid Engine admin host, as a Grid Engine manager.
   - Grid Engine resolves host names when they are added; a name that does not resolve on the
     qmaster fails with C(unable to resolve host).
-  - In check mode nothing is run that changes the cluster; the result tells what would change.
-    A host given under another name than Grid Engine stores (an alias) is then predicted as a
-    change although Grid Engine would find it already there.
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
+  - In check mode, a host given under another name than Grid Engine stores (an alias) is
+    predicted as a change although Grid Engine would find it already there.
 seealso:
   - module: gridengine.balancer.sge_queue
   - module: gridengine.balancer.sge_exec_host

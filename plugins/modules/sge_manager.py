@@ -15,6 +15,7 @@ author:
   - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
   - gridengine.balancer.sge
+  - gridengine.balancer.sge.admin
 description:
   - Makes sure that users are, or are not, on Grid Engine's manager list (C(qconf -sm), C(-am),
     C(-dm)) or operator list (C(qconf -so), C(-ao), C(-do)).
@@ -48,12 +49,6 @@ options:
     default: present
 notes:
   - Run it on the qmaster host or another Grid Engine admin host, as a Grid Engine manager.
-  - In check mode nothing is run that changes the cluster; the result tells what would change.
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
 seealso:
   - module: gridengine.balancer.sge_userset
   - name: Grid Engine qconf(1)

@@ -15,6 +15,7 @@ author:
   - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
   - gridengine.balancer.sge
+  - gridengine.balancer.sge.admin
 description:
   - Creates, changes and deletes a Grid Engine parallel environment (sge_pe(5)). Only the
     attributes given in O(attributes) are compared and changed; the others keep their values.
@@ -59,12 +60,6 @@ options:
 notes:
   - Run it on the qmaster host or another Grid Engine admin host, as a Grid Engine manager.
   - A queue runs jobs of the PE only when its C(pe_list) names it (M(gridengine.balancer.sge_queue)).
-  - In check mode nothing is run that changes the cluster; the result tells what would change.
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
 seealso:
   - module: gridengine.balancer.sge_queue
   - name: Grid Engine sge_pe(5)

@@ -15,6 +15,7 @@ author:
   - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
   - gridengine.balancer.sge
+  - gridengine.balancer.sge.admin
 description:
   - Creates, changes and deletes a Grid Engine project (project(5)). Only the options given are
     compared and changed; the others keep their values.
@@ -61,12 +62,6 @@ options:
     type: int
 notes:
   - Run it on the qmaster host or another Grid Engine admin host, as a Grid Engine manager.
-  - In check mode nothing is run that changes the cluster; the result tells what would change.
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
 seealso:
   - module: gridengine.balancer.sge_userset
   - module: gridengine.balancer.sge_rqs

@@ -15,6 +15,7 @@ author:
   - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
   - gridengine.balancer.sge
+  - gridengine.balancer.sge.admin
 description:
   - Creates, changes and deletes a Grid Engine cluster queue. Only the attributes given in
     O(attributes) are compared and changed; the others keep their values.
@@ -78,14 +79,8 @@ options:
 notes:
   - Run it on the qmaster host or another Grid Engine admin host, as a Grid Engine manager
     (C(qmod) needs an operator).
-  - In check mode nothing is run that changes the cluster; the result tells what would change.
-    When the queue does not exist yet, the state of its future instances is taken from
-    C(initial_state).
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
+  - In check mode, when the queue does not exist yet, the state of its future instances is
+    taken from C(initial_state).
 seealso:
   - module: gridengine.balancer.sge_hostgroup
   - module: gridengine.balancer.sge_exec_host

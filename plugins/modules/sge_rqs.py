@@ -15,6 +15,7 @@ author:
   - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
   - gridengine.balancer.sge
+  - gridengine.balancer.sge.admin
 description:
   - Keeps one Grid Engine resource quota set (C(qconf -srqs NAME)) with one rule
     C(limit projects P hosts {h} to slots=n) per project and host, in the order given. This is
@@ -67,11 +68,6 @@ notes:
   - Run it on the qmaster host or another admin host, as a Grid Engine manager.
   - A rule limits running jobs of the project on that host; jobs of other projects (or none)
     match no rule and are not limited by this set.
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
 seealso:
   - module: gridengine.balancer.sge_queue_facts
   - name: sge_resource_quota(5)

@@ -15,6 +15,7 @@ author:
   - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
   - gridengine.balancer.sge
+  - gridengine.balancer.sge.admin
 description:
   - Sets the parameters given in O(parameters) in Grid Engine's scheduler configuration
     (sched_conf(5)); every other parameter keeps its value.
@@ -41,12 +42,6 @@ notes:
   - Run it on the qmaster host or another Grid Engine admin host, as a Grid Engine manager.
   - C(qconf -Msconf) replaces the whole configuration. Another change made between this module's
     read and its write is lost.
-  - In check mode nothing is run that changes the cluster; the result tells what would change.
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
 seealso:
   - module: gridengine.balancer.sge_conf
   - name: Grid Engine sched_conf(5)

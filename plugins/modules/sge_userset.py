@@ -15,6 +15,7 @@ author:
   - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
   - gridengine.balancer.sge
+  - gridengine.balancer.sge.admin
 description:
   - Creates, changes and deletes a Grid Engine user set (access_list(5)), an access list
     (C(ACL)), a department (C(DEPT)) or both, and its entries (users and C(@groups)).
@@ -70,12 +71,6 @@ notes:
   - Run it on the qmaster host or another Grid Engine admin host, as a Grid Engine manager or
     operator.
   - Entries are compared exactly (user names are case-sensitive).
-  - In check mode nothing is run that changes the cluster; the result tells what would change.
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
 seealso:
   - module: gridengine.balancer.sge_project
   - module: gridengine.balancer.sge_queue
