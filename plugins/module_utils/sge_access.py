@@ -295,6 +295,19 @@ def lines_text(names):
     return "".join("%s\n" % n for n in names)
 
 
+def shares_spec():
+    """The argument spec of the share options of projects and user sets (doc fragment
+    ``gridengine.balancer.sge.shares``)."""
+    return dict(fshare=dict(type="int"), oticket=dict(type="int"))
+
+
+def check_shares(params):
+    """SgeAdminError naming ``fshare`` or ``oticket`` when given negative."""
+    for key in ("fshare", "oticket"):
+        if params[key] is not None and params[key] < 0:
+            raise SgeAdminError("%s: %s is negative; Grid Engine takes 0 or more" % (key, params[key]))
+
+
 def names_value(names):
     """A Grid Engine list value: names joined with commas, ``NONE`` when empty."""
     return ",".join(names) if names else "NONE"

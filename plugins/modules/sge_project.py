@@ -16,6 +16,7 @@ author:
 extends_documentation_fragment:
   - gridengine.balancer.sge
   - gridengine.balancer.sge.admin
+  - gridengine.balancer.sge.shares
 description:
   - Creates, changes and deletes a Grid Engine project (project(5)). Only the options given are
     compared and changed; the others keep their values.
@@ -52,14 +53,6 @@ options:
       - User sets whose users may not submit to the project; an empty list is C(NONE).
     type: list
     elements: str
-  fshare:
-    description:
-      - Functional shares of the project. A new project gets C(0) when not given.
-    type: int
-  oticket:
-    description:
-      - Override tickets of the project. A new project gets C(0) when not given.
-    type: int
 notes:
   - Run it on the qmaster host or another Grid Engine admin host, as a Grid Engine manager.
 seealso:
@@ -106,13 +99,14 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_access import (
     apply_named,
     check,
+    check_shares,
     names_value,
     object_error,
     object_text,
+    shares_spec,
     unique,
 )
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin import (
-    SgeAdminError,
     run_admin,
     same_value,
 )
@@ -162,9 +156,7 @@ def _check(params):
     """Refuses bad input (SgeAdminError, naming the option) before anything runs."""
     check([object_error(params["name"], "name", "project")]
           + [object_error(n, key, "user set") for key in ("acl", "xacl") for n in params[key] or []])
-    for key in ("fshare", "oticket"):
-        if params[key] is not None and params[key] < 0:
-            raise SgeAdminError("%s: %s is negative; Grid Engine takes 0 or more" % (key, params[key]))
+    check_shares(params)
 
 
 def main():
@@ -173,9 +165,8 @@ def main():
         state=dict(type="str", choices=["present", "absent"], default="present"),
         acl=dict(type="list", elements="str"),
         xacl=dict(type="list", elements="str"),
-        fshare=dict(type="int"),
-        oticket=dict(type="int"),
     )
+    argument_spec.update(shares_spec())
     argument_spec.update(sge_argument_spec())
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     run_admin(module, run, _check)

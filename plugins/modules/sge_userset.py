@@ -16,6 +16,7 @@ author:
 extends_documentation_fragment:
   - gridengine.balancer.sge
   - gridengine.balancer.sge.admin
+  - gridengine.balancer.sge.shares
 description:
   - Creates, changes and deletes a Grid Engine user set (access_list(5)), an access list
     (C(ACL)), a department (C(DEPT)) or both, and its entries (users and C(@groups)).
@@ -59,14 +60,6 @@ options:
     type: str
     choices: [add, remove, exact]
     default: add
-  fshare:
-    description:
-      - Functional shares of a department. A new set gets C(0) when not given.
-    type: int
-  oticket:
-    description:
-      - Override tickets of a department. A new set gets C(0) when not given.
-    type: int
 notes:
   - Run it on the qmaster host or another Grid Engine admin host, as a Grid Engine manager or
     operator.
@@ -128,14 +121,15 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_access import (
     apply_named,
     check,
+    check_shares,
     entry_error,
     names_value,
     object_error,
     object_text,
+    shares_spec,
     unique,
 )
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin import (
-    SgeAdminError,
     run_admin,
     same_value,
     split_list,
@@ -207,9 +201,7 @@ def _check(params):
     """Refuses bad input (SgeAdminError, naming the option) before anything runs."""
     check([object_error(params["name"], "name", "user set")]
           + [entry_error(e, "entries") for e in params["entries"] or []])
-    for key in ("fshare", "oticket"):
-        if params[key] is not None and params[key] < 0:
-            raise SgeAdminError("%s: %s is negative; Grid Engine takes 0 or more" % (key, params[key]))
+    check_shares(params)
 
 
 def main():
@@ -219,9 +211,8 @@ def main():
         type=dict(type="list", elements="str", choices=["ACL", "DEPT"]),
         entries=dict(type="list", elements="str"),
         mode=dict(type="str", choices=["add", "remove", "exact"], default="add"),
-        fshare=dict(type="int"),
-        oticket=dict(type="int"),
     )
+    argument_spec.update(shares_spec())
     argument_spec.update(sge_argument_spec())
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     run_admin(module, run, _check)
