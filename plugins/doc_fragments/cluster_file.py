@@ -9,10 +9,10 @@ __metaclass__ = type
 class ModuleDocFragment(object):
     """What the modules that keep one of a cluster's balancer files on the qmaster share
     (balancer_state, balancer_journal, balancer_journal_info, balancer_lock, task_registry): the
-    option O(cluster), which names the file's directory, and their attributes. Each module
+    option O(cluster), which names the file's directory. Each module
     documents O(path) itself, with its file's name. The argument spec is ``cluster_file_spec``
-    in ``plugins/module_utils/balancer_state.py``; the attribute descriptions come from
-    ``ansible.builtin.action_common_attributes``, which such a module lists before this one."""
+    in ``plugins/module_utils/balancer_state.py``. Their attributes are those of
+    ``gridengine.balancer.attributes``."""
 
     DOCUMENTATION = r"""
 options:
@@ -23,11 +23,4 @@ options:
       - Letters, digits, V(_), V(.) and V(-), starting with a letter or digit.
       - One of O(cluster) and O(path) is required.
     type: str
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
-  platform:
-    platforms: posix
 """

@@ -8,10 +8,11 @@ __metaclass__ = type
 
 class ModuleDocFragment(object):
     """What the EC2 node modules share (ec2_node, ec2_node_info): the cluster whose instances they
-    work on, the retries of throttled API calls, and their attributes. The argument spec is
+    work on and the retries of throttled API calls. The argument spec is
     ``ec2_argument_spec`` in ``plugins/module_utils/ec2_nodes.py``. Such a module lists
     ``ansible.builtin.action_common_attributes`` (the attribute descriptions) and the
-    ``amazon.aws`` fragments (credentials, region, boto3) before this one."""
+    ``amazon.aws`` fragments (credentials, region, boto3) before this one, and
+    ``gridengine.balancer.attributes.no_diff``."""
 
     DOCUMENTATION = r"""
 options:
@@ -32,11 +33,4 @@ options:
     description: First back-off delay in seconds.
     type: float
     default: 3
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
 """

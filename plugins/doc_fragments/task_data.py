@@ -8,9 +8,8 @@ __metaclass__ = type
 
 class ModuleDocFragment(object):
     """What the modules that work on a node's task data share (task_data, task_data_info): the
-    option O(data_root) and their attributes. The argument spec is ``data_root_spec`` in
-    ``plugins/module_utils/task_data.py``; the attribute descriptions come from
-    ``ansible.builtin.action_common_attributes``, which such a module lists before this one."""
+    option O(data_root). The argument spec is ``data_root_spec`` in
+    ``plugins/module_utils/task_data.py``. Their attributes are ``gridengine.balancer.attributes.no_diff``."""
 
     DOCUMENTATION = r"""
 options:
@@ -20,11 +19,4 @@ options:
         refused (the module fails naming O(data_root)); nothing outside it is read or written.
     type: path
     default: /var/lib/gridengine-balancer/tasks
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
 """

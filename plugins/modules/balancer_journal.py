@@ -29,6 +29,7 @@ author:
   - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - gridengine.balancer.attributes
   - gridengine.balancer.cluster_file
 options:
   path:

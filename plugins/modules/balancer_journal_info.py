@@ -20,10 +20,8 @@ author:
   - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - gridengine.balancer.attributes.no_diff
   - gridengine.balancer.cluster_file
-attributes:
-  diff_mode:
-    support: none
 options:
   path:
     description:

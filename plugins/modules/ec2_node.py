@@ -39,6 +39,7 @@ extends_documentation_fragment:
   - amazon.aws.common.modules
   - amazon.aws.region.modules
   - amazon.aws.boto3
+  - gridengine.balancer.attributes.no_diff
   - gridengine.balancer.ec2
 attributes:
   check_mode:

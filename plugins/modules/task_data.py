@@ -35,6 +35,7 @@ author:
   - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - gridengine.balancer.attributes.no_diff
   - gridengine.balancer.task_data
 options:
   job:
