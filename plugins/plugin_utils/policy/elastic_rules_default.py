@@ -178,7 +178,11 @@ class DefaultRules(object):
         """Execution hosts (not the master) with every slot free and a known, error-free state."""
         master, slots_of = self.master, self.slots_of
         status = self.status
-        names = status.keys() - self.hints["busy"] if self.hints is not None else status
+        hints = self.hints
+        if hints is None:
+            names = status
+        else:  # (with "idle": the hosts running nothing, which are the hosts not busy here)
+            names = hints["idle"] if "idle" in hints else status.keys() - hints["busy"]
         return sum(1 for name, st in ((n, status[n]) for n in names)
                    if st["exec_host"] and name != master and not st["busy"]
                    and not st["unknown"] and not st["error"] and slots_of.get(name, 0) > 0)
