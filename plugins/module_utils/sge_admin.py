@@ -23,6 +23,7 @@ __metaclass__ = type
 
 import os
 import re
+import shutil
 import tempfile
 import time
 
@@ -533,22 +534,29 @@ class SgeAdmin(object):
             raise CommandFailed("%s: %s failed (rc %s): %s"
                                 % (label, describe(shown_argv), rc, text), rc, text)
 
-    def change_with_file(self, label, option, obj, resolve_timeout=None):
-        """``qconf <option> FILE`` with ``obj`` rendered into a private temporary file."""
+    def change_with_text(self, label, option, text, file_name=None, resolve_timeout=None):
+        """``qconf <option> FILE`` with ``text`` in a private temporary file: created exclusively
+        (mode 0600) in a private directory (mode 0700), named ``file_name`` (``qconf -Aconf``/
+        ``-Mconf`` take the configuration's name from the file's name) or ``object``, both removed
+        afterwards. In check mode the command is only recorded, as ``FILE``."""
         if self.module.check_mode:
             return self.change(label, "qconf", [option, "FILE"])
-        fd, path = tempfile.mkstemp(prefix="gridengine-balancer-", suffix=".conf")
+        directory = tempfile.mkdtemp(prefix="gridengine-balancer-")
         try:
-            os.fchmod(fd, 0o600)
+            os.chmod(directory, 0o700)
+            path = os.path.join(directory, file_name or "object")
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "w") as handle:
-                handle.write(render_object(obj))
+                handle.write(text)
             return self.change(label, "qconf", [option, path], resolve_timeout=resolve_timeout,
                                shown=[option, "FILE"])
         finally:
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
+            shutil.rmtree(directory, ignore_errors=True)
+
+    def change_with_file(self, label, option, obj, resolve_timeout=None):
+        """``qconf <option> FILE`` with ``obj`` rendered by :func:`render_object` (see
+        :meth:`change_with_text`)."""
+        return self.change_with_text(label, option, render_object(obj), resolve_timeout=resolve_timeout)
 
     # -- reading ----------------------------------------------------------------------------
     def show_list(self, label, option):

@@ -9,10 +9,9 @@ Used by the modules ``sge_complex`` (``qconf -sc``/``-Mc``), ``sge_pe`` (``qconf
 ``sge_admin`` (:class:`SgeAdmin` runs the commands; check mode only records them):
 
 * :func:`show` reads an object, telling a missing one (None) from a failure;
-* :func:`write_text` hands a text to ``qconf <option> FILE`` from a private temporary file
-  (mode 0600, in a private directory, removed afterwards). ``qconf -Aconf``/``-Mconf`` take the
-  configuration's name from the file's name, so the file can be given a name (the host name or
-  ``global``);
+* :meth:`SgeAdmin.change_with_text` hands a text to ``qconf <option> FILE`` from a private
+  temporary file; ``qconf -Aconf``/``-Mconf`` take the configuration's name from the file's
+  name, so the file can be given a name (the host name or ``global``);
 * :func:`parse_complexes` / :func:`render_complexes` read and write the complex list
   (complex(5)): one line per attribute, eight white-space separated columns.
 """
@@ -20,10 +19,7 @@ Used by the modules ``sge_complex`` (``qconf -sc``/``-Mc``), ``sge_pe`` (``qconf
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import os
 import re
-import shutil
-import tempfile
 
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin import (
     CommandFailed,
@@ -68,23 +64,6 @@ def show(admin, label, args, missing=None):
     if missing is not None and missing.search(text):
         return None
     raise CommandFailed("%s: %s failed (rc %s): %s" % (label, describe(argv), rc, text), rc, text)
-
-
-def write_text(admin, label, option, text, file_name=None):
-    """``qconf OPTION FILE`` with ``text`` in a private temporary file named ``file_name``
-    (any unpredictable name when None); in check mode the command is only recorded."""
-    if admin.module.check_mode:
-        return admin.change(label, "qconf", [option, "FILE"])
-    directory = tempfile.mkdtemp(prefix="gridengine-balancer-")
-    try:
-        os.chmod(directory, 0o700)
-        path = os.path.join(directory, file_name or "object")
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        return admin.change(label, "qconf", [option, path], shown=[option, "FILE"])
-    finally:
-        shutil.rmtree(directory, ignore_errors=True)
 
 
 # ---------------------------------------------------------------------------------------------

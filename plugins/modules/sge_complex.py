@@ -164,7 +164,6 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.sge_objects im
     pattern_error,
     render_complexes,
     value_text,
-    write_text,
 )
 
 NAME_RULE = "letters, digits, '_', '.', '-', starting with a letter or '_'"
@@ -260,7 +259,7 @@ def run(module, admin):
     before = _read(admin, label)
     after, changed = plan(before, wanted)
     if changed:
-        write_text(admin, label, "-Mc", render_complexes(after))
+        admin.change_with_text(label, "-Mc", render_complexes(after))
         if not module.check_mode:
             stored = _read(admin, label)
             for name, state, given in wanted:

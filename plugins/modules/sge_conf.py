@@ -139,7 +139,6 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.sge_objects im
     checked_parameters,
     same,
     show,
-    write_text,
 )
 
 GLOBAL = "global"
@@ -201,12 +200,12 @@ def run(module, admin):
                 after[key] = value
         if current is None:
             if after:
-                write_text(admin, label, "-Aconf", render_object(after, key_width=KEY_WIDTH), file_name=host)
+                admin.change_with_text(label, "-Aconf", render_object(after, key_width=KEY_WIDTH), file_name=host)
             else:
                 after = None
         elif after != current:
             if after:
-                write_text(admin, label, "-Mconf", render_object(after, key_width=KEY_WIDTH), file_name=host)
+                admin.change_with_text(label, "-Mconf", render_object(after, key_width=KEY_WIDTH), file_name=host)
             else:
                 admin.change(label, "qconf", ["-dconf", host])
                 after = None

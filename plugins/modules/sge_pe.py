@@ -134,7 +134,6 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.sge_objects im
     PE_TEMPLATE,
     pattern_error,
     show,
-    write_text,
 )
 
 KEY_WIDTH = 18
@@ -183,7 +182,7 @@ def run(module, admin):
         obj = dict(PE_TEMPLATE)
         obj["pe_name"] = name
         obj.update(wanted)
-        write_text(admin, label, "-Ap", render_object(obj, key_width=KEY_WIDTH))
+        admin.change_with_text(label, "-Ap", render_object(obj, key_width=KEY_WIDTH))
         after_text = render_text(obj)
         result_attributes = dict((k, obj[k]) for k in wanted)
     else:
@@ -192,7 +191,7 @@ def run(module, admin):
         if differing:
             obj = dict(current)
             obj.update(differing)
-            write_text(admin, label, "-Mp", render_object(obj, key_width=KEY_WIDTH))
+            admin.change_with_text(label, "-Mp", render_object(obj, key_width=KEY_WIDTH))
             before_text = render_text(dict((k, current.get(k, "NONE")) for k in differing))
             after_text = render_text(differing)
             result_attributes.update(differing)

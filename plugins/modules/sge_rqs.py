@@ -127,7 +127,6 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.sge_rqs import
     parse_rqs,
     render_rqs,
     slot_rule,
-    write_with_file,
 )
 
 
@@ -174,7 +173,7 @@ def run(module, admin):
                     limits=[slot_rule(r["project"], r["host"], r["slots"]) for r in p["limits"]])
         if not _same(before, want):
             text = render_rqs(name, want["description"], want["enabled"], want["limits"])
-            write_with_file(admin, label, "-Arqs" if before is None else "-Mrqs", text)
+            admin.change_with_text(label, "-Arqs" if before is None else "-Mrqs", text)
             after = want
         if admin.commands and not module.check_mode:
             after = _read(admin, label, name)

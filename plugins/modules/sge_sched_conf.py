@@ -94,7 +94,6 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_objects import (
     checked_parameters,
     same,
-    write_text,
 )
 
 # sched_conf keys padded as qconf -ssconf prints them (34 columns before the value)
@@ -115,7 +114,7 @@ def run(module, admin):
     if differing:
         obj = dict(current)
         obj.update(differing)
-        write_text(admin, label, "-Msconf", render_object(obj, key_width=KEY_WIDTH))
+        admin.change_with_text(label, "-Msconf", render_object(obj, key_width=KEY_WIDTH))
         if not module.check_mode:
             stored = parse_object(admin.read(label, "qconf", ["-ssconf"]))
             result_parameters = dict((k, stored.get(k, "NONE")) for k in given)
