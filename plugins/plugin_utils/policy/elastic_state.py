@@ -195,7 +195,7 @@ def _running_since(running):
     """
     by_start = {}
     for key, start in running.items():
-        if start is not None and len(key.split()) == 1:  # (a key with a blank could not be read back)
+        if start is not None and key and key.isprintable() and " " not in key:  # (else not read back as one key)
             by_start.setdefault(start, []).append(key)
     return {_time_key(start): " ".join(sorted(keys)) for start, keys in by_start.items()}
 
