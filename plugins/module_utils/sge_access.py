@@ -256,13 +256,21 @@ def apply_named(module, admin, label, options, name, template, fields, wanted_fo
 # lists of names changed one name at a time (admin and submit hosts, managers, operators)
 # ---------------------------------------------------------------------------------------------
 
+# Grid Engine's lists of names: (label, show, add, delete) options of qconf
+NAME_LISTS = {
+    "admin": ("administrative host list", "-sh", "-ah", "-dh"),
+    "submit": ("submit host list", "-ss", "-as", "-ds"),
+    "manager": ("manager list", "-sm", "-am", "-dm"),
+    "operator": ("operator list", "-so", "-ao", "-do"),
+}
+
+
 def apply_list(module, admin, label, options, names, find, refuse=None, resolve_timeout=None):
     """Make ``names`` members of a list (``module.params["state"]`` V(present)) or not
     (V(absent)), one ``qconf`` call per name that changes. In check mode the calls are only
     recorded.
 
-    ``options``: the qconf options (show, add, delete), for the submit hosts
-    ``("-ss", "-as", "-ds")``. ``find(name, members)``: the member that is ``name``, or None.
+    ``options``: the qconf options (show, add, delete), those of :data:`NAME_LISTS`. ``find(name, members)``: the member that is ``name``, or None.
     ``refuse(before)``: called before anything is removed; raises SgeAdminError for a name Grid
     Engine keeps on the list. ``resolve_timeout``: given to the adding calls (see
     :meth:`SgeAdmin.change`).

@@ -112,6 +112,7 @@ commands:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_access import (
+    NAME_LISTS,
     RESERVED_HOSTS,
     apply_list,
     find_host,
@@ -128,12 +129,6 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin impo
 from ansible_collections.gridengine.balancer.plugins.module_utils.results import with_diff
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import sge_argument_spec
 
-# list: (label, show, add, delete)
-LISTS = {
-    "admin": ("administrative host list", "-sh", "-ah", "-dh"),
-    "submit": ("submit host list", "-ss", "-as", "-ds"),
-}
-
 
 def _same_list(a, b):
     return (len(a) == len(b) and all(find_host(h, b) is not None for h in a)
@@ -143,7 +138,7 @@ def _same_list(a, b):
 def run(module, admin):
     which = module.params["list"]
     hosts = unique(module.params["host"], same_host)
-    label, show, add, delete = LISTS[which]
+    label, show, add, delete = NAME_LISTS[which]
 
     def refuse(before):
         if which != "admin":

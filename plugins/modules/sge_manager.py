@@ -98,6 +98,7 @@ commands:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_access import (
+    NAME_LISTS,
     admin_user,
     apply_list,
     check,
@@ -112,17 +113,11 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin impo
 from ansible_collections.gridengine.balancer.plugins.module_utils.results import with_diff
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import sge_argument_spec
 
-# role: (label, show, add, delete)
-ROLES = {
-    "manager": ("manager list", "-sm", "-am", "-dm"),
-    "operator": ("operator list", "-so", "-ao", "-do"),
-}
-
 
 def run(module, admin):
     role = module.params["role"]
     users = unique(module.params["users"])
-    label, show, add, delete = ROLES[role]
+    label, show, add, delete = NAME_LISTS[role]
 
     def refuse(before):
         kept = ["root"] + [u for u in [admin_user(admin)] if u]
