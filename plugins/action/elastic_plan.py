@@ -61,6 +61,28 @@ ARGUMENT_SPEC = argument_spec_from_doc(_doc.DOCUMENTATION)
 POLICY_OPTIONS = tuple(k for k in ARGUMENT_SPEC if k in elastic.OPTIONS)
 
 
+def save_state(execute_state, path, old_state, new_state, check_mode=False, diff=False,
+               failed="the state could not be saved (%s): %s"):
+    """Write ``new_state`` to ``path`` on the task's host with balancer_state (``execute_state``);
+    in check mode only compare it with ``old_state``. Returns ``(saved, res)``: ``saved`` holds the
+    task result's ``changed`` and, in diff mode, its ``diff``; ``res`` is balancer_state's result
+    (None in check mode). A failed write raises AnsibleActionFail(``failed % (path, msg)``).
+    Shared by the decisions that keep a state file (elastic_plan, reconcile_plan)."""
+    if check_mode:
+        saved = {"changed": dumps(old_state) != dumps(new_state)}
+        if diff and saved["changed"]:
+            saved["diff"] = {"before": dumps(old_state), "after": dumps(new_state),
+                             "before_header": path, "after_header": path}
+        return saved, None
+    res = execute_state({"path": path, "state": "present", "content": new_state})
+    if res.get("failed"):
+        raise AnsibleActionFail(failed % (path, res.get("msg")))
+    saved = {"changed": bool(res.get("changed"))}
+    if diff and res.get("diff"):
+        saved["diff"] = res["diff"]
+    return saved, res
+
+
 def format_msg(cluster, plan):
     lines = ["%s: %s" % (cluster, plan["summary"])]
     lines.extend("- %s" % item["reason"] for item in plan["items"])
@@ -135,22 +157,12 @@ def plan_poll(args, execute_state, check_mode=False, diff=False, home=None):
                                if corrupt.get("moved_to") else "it would be moved aside"))
 
     # 3. save the state (check mode: only say whether it would change)
-    if check_mode:
-        result["changed"] = dumps(old_state) != dumps(new_state)
-        if diff and result["changed"]:
-            result["diff"] = {"before": dumps(old_state), "after": dumps(new_state),
-                              "before_header": state_path, "after_header": state_path}
-    else:
-        res = execute_state({"path": state_path, "state": "present", "content": new_state})
-        if res.get("failed"):
-            raise AnsibleActionFail("the plan was computed but the state could not be saved (%s): %s; "
-                                    "do not act on this plan" % (state_path, res.get("msg")))
-        result["changed"] = bool(res.get("changed"))
-        if res.get("schema_copy"):
-            warnings.append("the state file was written by a newer balancer (schema %r); it was kept as %s"
-                            % (old_state.get("schema"), res["schema_copy"]))
-        if diff and res.get("diff"):
-            result["diff"] = res["diff"]
+    saved, res = save_state(execute_state, state_path, old_state, new_state, check_mode, diff,
+                            "the plan was computed but the state could not be saved (%s): %s; do not act on this plan")
+    result.update(saved)
+    if res is not None and res.get("schema_copy"):
+        warnings.append("the state file was written by a newer balancer (schema %r); it was kept as %s"
+                        % (old_state.get("schema"), res["schema_copy"]))
 
     # 4. statistics on the controller (never in check mode; a failure here only warns)
     if not check_mode and (config["dump_stats"] or config["plot_stats"]):
@@ -179,22 +191,34 @@ def plan_poll(args, execute_state, check_mode=False, diff=False, home=None):
     return result
 
 
-class ActionModule(ActionBase):
+class StateAction(ActionBase):
+    """The task machinery of a decision that keeps its state on the task's host (elastic_plan,
+    reconcile_plan): the task's arguments validated against ``argument_spec``, then
+    ``core(args, execute_state, check_mode=..., diff=...)``, where ``execute_state(module_args)``
+    runs balancer_state on the task's host."""
 
     TRANSFERS_FILES = False
     _supports_check_mode = True
     _supports_async = False
+    argument_spec = None
+    core = None
 
     def run(self, tmp=None, task_vars=None):
         if task_vars is None:
             task_vars = {}
-        result = super(ActionModule, self).run(tmp, task_vars)
+        result = super(StateAction, self).run(tmp, task_vars)
         del tmp
-        args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)[1]
+        args = self.validate_argument_spec(argument_spec=self.argument_spec)[1]
 
         def execute_state(module_args):
             return self._execute_module(module_name=STATE_MODULE, module_args=module_args, task_vars=task_vars)
 
-        result.update(plan_poll(args, execute_state, check_mode=bool(self._task.check_mode),
+        result.update(self.core(args, execute_state, check_mode=bool(self._task.check_mode),
                                 diff=bool(self._task.diff)))
         return result
+
+
+class ActionModule(StateAction):
+
+    argument_spec = ARGUMENT_SPEC
+    core = staticmethod(plan_poll)

@@ -24,7 +24,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
-from ansible_collections.gridengine.balancer.plugins.action.reconcile_plan import argument_spec_from_doc
+from ansible_collections.gridengine.balancer.plugins.action.elastic_plan import argument_spec_from_doc
 from ansible_collections.gridengine.balancer.plugins.modules import poll_loop as _doc
 from ansible_collections.gridengine.balancer.plugins.plugin_utils.policy import elastic
 

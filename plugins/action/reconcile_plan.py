@@ -15,32 +15,21 @@ import json
 import os
 import time
 
-import yaml
-
 from ansible.errors import AnsibleActionFail
-from ansible.plugins.action import ActionBase
 
+from ansible_collections.gridengine.balancer.plugins.action.elastic_plan import (
+    StateAction,
+    argument_spec_from_doc,
+    save_state,
+)
 from ansible_collections.gridengine.balancer.plugins.modules import reconcile_plan as _doc
 from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_state import (
     DEFAULT_ROOT,
     check_cluster_name,
-    dumps,
 )
 from ansible_collections.gridengine.balancer.plugins.plugin_utils.policy import reconcile as policy
 
-STATE_MODULE = 'gridengine.balancer.balancer_state'
 STATE_FILE_NAME = 'reconcile.json'
-_SPEC_KEYS = ('type', 'required', 'default', 'choices', 'elements', 'aliases', 'no_log')
-
-
-def argument_spec_from_doc(documentation):
-    """An AnsibleModule-style argument spec from a module's DOCUMENTATION options."""
-    spec = {}
-    for name, opt in (yaml.safe_load(documentation).get('options') or {}).items():
-        spec[name] = {k: opt[k] for k in _SPEC_KEYS if k in opt}
-    return spec
-
-
 ARGUMENT_SPEC = argument_spec_from_doc(_doc.DOCUMENTATION)
 
 
@@ -124,39 +113,13 @@ def run_reconcile(args, execute_state, check_mode=False, diff=False, clock=time.
         result.update(out)
         result['msg'] = policy.format_msg(cluster, out)
 
-    new_state = plain(new_state)
-    if check_mode:
-        result['changed'] = dumps(old_state) != dumps(new_state)
-        if diff and result['changed']:
-            result['diff'] = {'before': dumps(old_state), 'after': dumps(new_state),
-                              'before_header': state_path, 'after_header': state_path}
-        return result
-    res = execute_state({'path': state_path, 'state': 'present', 'content': new_state})
-    if res.get('failed'):
-        raise AnsibleActionFail('the reconcile state could not be saved (%s): %s; do not act on this result'
-                                % (state_path, res.get('msg')))
-    result['changed'] = bool(res.get('changed'))
-    if diff and res.get('diff'):
-        result['diff'] = res['diff']
+    saved, _res = save_state(execute_state, state_path, old_state, plain(new_state), check_mode, diff,
+                             'the reconcile state could not be saved (%s): %s; do not act on this result')
+    result.update(saved)
     return result
 
 
-class ActionModule(ActionBase):
+class ActionModule(StateAction):
 
-    TRANSFERS_FILES = False
-    _supports_check_mode = True
-    _supports_async = False
-
-    def run(self, tmp=None, task_vars=None):
-        if task_vars is None:
-            task_vars = {}
-        result = super(ActionModule, self).run(tmp, task_vars)
-        del tmp
-        args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)[1]
-
-        def execute_state(module_args):
-            return self._execute_module(module_name=STATE_MODULE, module_args=module_args, task_vars=task_vars)
-
-        result.update(run_reconcile(args, execute_state, check_mode=bool(self._task.check_mode),
-                                    diff=bool(self._task.diff)))
-        return result
+    argument_spec = ARGUMENT_SPEC
+    core = staticmethod(run_reconcile)

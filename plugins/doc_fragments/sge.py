@@ -10,7 +10,14 @@ class ModuleDocFragment(object):
     """What every Grid Engine module shares: which installation, cell and qmaster to talk to
     (the argument spec is ``sge_argument_spec`` in ``plugins/module_utils/sge_cmd.py``), the
     action group ``gridengine.balancer.sge`` of ``meta/runtime.yml``, and the wording of the
-    check and diff mode attributes (each module states its own ``support``)."""
+    check and diff mode attributes (each module states its own ``support``).
+
+    ``ADMIN`` (``gridengine.balancer.sge.admin``, listed after this one): what the modules that
+    change a Grid Engine object through ``sge_admin.SgeAdmin`` add, full check and diff mode and
+    the note on check mode (the changing commands are only recorded).
+
+    ``SHARES`` (``gridengine.balancer.sge.shares``): the share options of projects and user sets
+    (sge_project, sge_userset; argument spec ``shares_spec`` in ``sge_access.py``)."""
 
     DOCUMENTATION = r"""
 options:
@@ -43,4 +50,28 @@ attributes:
     description: Can run in check_mode and return changed status prediction without modifying target.
   diff_mode:
     description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+"""
+
+    SHARES = r"""
+options:
+  fshare:
+    description:
+      - Functional shares of the project, or of the department (a user set of type V(DEPT)). A
+        new project or user set gets C(0) when not given; a negative number fails before anything runs.
+    type: int
+  oticket:
+    description:
+      - Override tickets of the project, or of the department. A new project or user set gets C(0)
+        when not given; a negative number fails before anything runs.
+    type: int
+"""
+
+    ADMIN = r"""
+notes:
+  - In check mode nothing is run that changes the cluster; the result tells what would change.
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
 """

@@ -307,24 +307,38 @@ def _take_over(path, stale, text, token):
     it, of two takers exactly one still wins.
     """
     aside = "%s.stale-%s.%s" % (path, stale["token"], token)
+    if not _move_aside(path, aside, "stale"):
+        return False
+    if not _is_record(aside, stale):
+        # not the lock we judged stale
+        return _put_back(aside, path)
+    try:
+        return _create_exclusive(path, text)
+    finally:
+        _unlink_quietly(aside)
+
+
+def _move_aside(path, aside, what):
+    """Rename the lock ``path`` to ``aside``. False when there is no lock any more; LockError,
+    naming ``what`` (stale, corrupt), when it cannot be moved."""
     try:
         os.rename(path, aside)
     except OSError as exc:
         if exc.errno == errno.ENOENT:
             return False
-        raise LockError("cannot move the stale lock %s aside: %s" % (path, exc.strerror or exc), path)
-    if not _is_record(aside, stale):
-        # not the lock we judged stale: give it back (fails only if yet another lock appeared)
-        try:
-            os.link(aside, path)
-        except OSError:
-            pass
-        _unlink_quietly(aside)
-        return False
+        raise LockError("cannot move the %s lock %s aside: %s" % (what, path, exc.strerror or exc), path)
+    return True
+
+
+def _put_back(aside, path):
+    """Give a file moved aside that is not the lock that was judged its name back (which fails
+    only if yet another lock appeared there meanwhile); returns False, the take-over lost."""
     try:
-        return _create_exclusive(path, text)
-    finally:
-        _unlink_quietly(aside)
+        os.link(aside, path)
+    except OSError:
+        pass
+    _unlink_quietly(aside)
+    return False
 
 
 def _unlink_quietly(path):
@@ -441,23 +455,14 @@ def _take_over_corrupt(path, corrupt, text, token, now):
     file renamed that is not the one judged (another process replaced it) is put back.
     """
     aside = "%s.corrupt-%s.%s" % (path, time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now)), token)
-    try:
-        os.rename(path, aside)
-    except OSError as exc:
-        if exc.errno == errno.ENOENT:
-            return False
-        raise LockError("cannot move the corrupt lock %s aside: %s" % (path, exc.strerror or exc), path)
+    if not _move_aside(path, aside, "corrupt"):
+        return False
     try:
         moved = os.lstat(aside)
     except OSError:
         moved = None
     if moved is None or not _same_file(moved, corrupt["stat"]):
-        try:
-            os.link(aside, path)
-        except OSError:
-            pass
-        _unlink_quietly(aside)
-        return False
+        return _put_back(aside, path)
     _fsync_dir(os.path.dirname(os.path.abspath(path)))
     corrupt["moved_to"] = aside
     return _create_exclusive(path, text)

@@ -58,6 +58,19 @@ class StateFileCorrupt(StateFileError):
         self.stat = stat
 
 
+#: give AnsibleModule ``required_one_of=CLUSTER_OR_PATH`` with :func:`cluster_file_spec`
+CLUSTER_OR_PATH = [("cluster", "path")]
+
+
+def cluster_file_spec(**options):
+    """The argument spec of a module that works on one of a cluster's balancer files: ``cluster``
+    (which gives the default path) and ``path`` (doc fragment ``gridengine.balancer.cluster_file``),
+    then the module's own ``options``."""
+    spec = dict(cluster=dict(type="str"), path=dict(type="path"))
+    spec.update(options)
+    return spec
+
+
 def _no_path_info(kwargs):
     return kwargs
 

@@ -89,6 +89,19 @@ TRY_NEXT = frozenset(k for k, _c, n, _m in _KINDS if n)
 KINDS = tuple(k for k, _c, _n, _m in _KINDS) + ('timeout', 'error')
 
 
+def ec2_argument_spec(**options):
+    """The argument spec of an EC2 node module: ``cluster``, ``api_retries`` and
+    ``api_retry_delay`` (doc fragment ``gridengine.balancer.ec2``), then the module's own
+    ``options`` (which may refine one of them)."""
+    spec = dict(
+        cluster=dict(type='str', required=True),
+        api_retries=dict(type='int', default=10),
+        api_retry_delay=dict(type='float', default=3),
+    )
+    spec.update(options)
+    return spec
+
+
 def error_kind(code):
     """The kind of an EC2 error code (or spot status code, or state reason code)."""
     if not code:

@@ -25,6 +25,8 @@ import socket
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin import (
     CommandFailed,
     SgeAdminError,
+    output_message,
+    output_text,
     same_host,
 )
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import (
@@ -138,10 +140,9 @@ def qmaster_answers(admin, label):
     argv, rc, out, err = admin.run("qconf", ["-sh"])
     if rc == 0:
         return True
-    text = "%s\n%s" % (_text(err), _text(out))
-    if QMASTER_DOWN.search(text):
+    if QMASTER_DOWN.search("%s\n%s" % (output_text(err), output_text(out))):
         return False
-    lines = "; ".join(ln.strip() for ln in text.splitlines() if ln.strip()) or "(no output)"
+    lines = output_message(out, err)
     raise CommandFailed("%s: qconf -sh failed (rc %s): %s" % (label, rc, lines), rc, lines)
 
 
@@ -187,14 +188,6 @@ def execd_answers(admin, label, host):
     return False, None
 
 
-def _text(blob):
-    if blob is None:
-        return ""
-    if isinstance(blob, (bytes, bytearray)):
-        return bytes(blob).decode("utf-8", "replace")
-    return blob
-
-
 # ---------------------------------------------------------------------------------------------
 # objects read with a list command and one show command (projects, user sets)
 # ---------------------------------------------------------------------------------------------
@@ -211,6 +204,116 @@ def read_named(admin, label, list_option, show_option, name):
         raise SgeAdminError("%s: listed by qconf %s but qconf %s %s found nothing"
                             % (label, list_option, show_option, name))
     return obj
+
+
+def apply_named(module, admin, label, options, name, template, fields, wanted_for, differs):
+    """One run of a module that keeps an object read with a list and a show command and written
+    whole from a file (projects, user sets): present with the values asked for, or absent
+    (``module.params["state"]``). In check mode the changing commands are only recorded.
+
+    ``options``: the qconf options (list, show, add, modify, delete), for a project
+    ``("-sprjl", "-sprj", "-Aprj", "-Mprj", "-dprj")``. ``template``: a new object's values
+    before the ones asked for; ``fields``: the attributes written back when an existing object
+    changes; ``wanted_for(current)``: the values asked for (``current`` is None for a new
+    object); ``differs(current, wanted)``: the keys whose values differ.
+
+    Returns ``(before, after, changed)``: the object before and after the run (None: there is
+    none; after a change, as Grid Engine stored it; in check mode, as the run would leave it).
+    """
+    list_option, show_option, add_option, modify_option, delete_option = options
+    present = module.params["state"] == "present"
+    before = read_named(admin, label, list_option, show_option, name)
+    after = before
+    if not present:
+        if before is not None:
+            admin.change(label, "qconf", [delete_option, name])
+            after = None
+    elif before is None:
+        after = dict(template)
+        after.update(wanted_for(None))
+        admin.change_with_file(label, add_option, after)
+    else:
+        wanted = wanted_for(before)
+        keys = differs(before, wanted)
+        if keys:
+            after = dict((k, before.get(k, "NONE")) for k in fields)
+            after["name"] = name
+            after.update(dict((k, wanted[k]) for k in keys))
+            admin.change_with_file(label, modify_option, after)
+    if admin.commands and not module.check_mode and present:
+        after = read_named(admin, label, list_option, show_option, name)
+        if after is None:
+            raise SgeAdminError("%s: not found after qconf reported success" % label)
+    if module.check_mode:
+        changed = bool(admin.commands)
+    else:
+        changed = (before is None) != (after is None) or bool(
+            before and after and differs(before, dict((k, after.get(k, "NONE")) for k in fields)))
+    return before, after, changed
+
+
+# ---------------------------------------------------------------------------------------------
+# lists of names changed one name at a time (admin and submit hosts, managers, operators)
+# ---------------------------------------------------------------------------------------------
+
+# Grid Engine's lists of names: (label, show, add, delete) options of qconf
+NAME_LISTS = {
+    "admin": ("administrative host list", "-sh", "-ah", "-dh"),
+    "submit": ("submit host list", "-ss", "-as", "-ds"),
+    "manager": ("manager list", "-sm", "-am", "-dm"),
+    "operator": ("operator list", "-so", "-ao", "-do"),
+}
+
+
+def apply_list(module, admin, label, options, names, find, refuse=None, resolve_timeout=None):
+    """Make ``names`` members of a list (``module.params["state"]`` V(present)) or not
+    (V(absent)), one ``qconf`` call per name that changes. In check mode the calls are only
+    recorded.
+
+    ``options``: the qconf options (show, add, delete), those of :data:`NAME_LISTS`. ``find(name, members)``: the member that is ``name``, or None.
+    ``refuse(before)``: called before anything is removed; raises SgeAdminError for a name Grid
+    Engine keeps on the list. ``resolve_timeout``: given to the adding calls (see
+    :meth:`SgeAdmin.change`).
+
+    Returns ``(before, after)``: the list before and after the run (after a change, as Grid
+    Engine prints it; in check mode, as the run would leave it)."""
+    show, add, delete = options
+    before = admin.show_list(label, show)
+    after = list(before)
+    if module.params["state"] == "present":
+        for name in names:
+            if find(name, after) is None:
+                admin.change(label, "qconf", [add, name], resolve_timeout=resolve_timeout)
+                after.append(name)
+    else:
+        if refuse is not None:
+            refuse(before)
+        for name in names:
+            member = find(name, after)
+            if member is not None:
+                admin.change(label, "qconf", [delete, member])
+                after.remove(member)
+    if admin.commands and not module.check_mode:
+        after = admin.show_list(label, show)
+    return before, after
+
+
+def lines_text(names):
+    """One name a line, for a diff of a list."""
+    return "".join("%s\n" % n for n in names)
+
+
+def shares_spec():
+    """The argument spec of the share options of projects and user sets (doc fragment
+    ``gridengine.balancer.sge.shares``)."""
+    return dict(fshare=dict(type="int"), oticket=dict(type="int"))
+
+
+def check_shares(params):
+    """SgeAdminError naming ``fshare`` or ``oticket`` when given negative."""
+    for key in ("fshare", "oticket"):
+        if params[key] is not None and params[key] < 0:
+            raise SgeAdminError("%s: %s is negative; Grid Engine takes 0 or more" % (key, params[key]))
 
 
 def names_value(names):

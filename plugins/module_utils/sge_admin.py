@@ -23,6 +23,7 @@ __metaclass__ = type
 
 import os
 import re
+import shutil
 import tempfile
 import time
 
@@ -74,7 +75,10 @@ _KINDS = {
 
 
 class SgeAdminError(Exception):
-    """A Grid Engine admin step failed or was refused; the message names the object and why."""
+    """A Grid Engine admin step failed or was refused; the message names the object and why.
+    ``fail_result``: return values the failure adds (see :func:`run_admin`)."""
+
+    fail_result = None
 
 
 def name_error(kind, name, option):
@@ -435,16 +439,18 @@ _MISSING = re.compile(r"does not exist|No cluster queue or queue instance matche
 _UNRESOLVED = ("can't resolve hostname", "unable to resolve host")
 
 
-def _text(blob):
+def output_text(blob):
+    """A command's output as text (``""`` for none; bytes decoded as UTF-8, bad bytes replaced)."""
     if blob is None:
         return ""
-    if isinstance(blob, bytes):
-        return blob.decode("utf-8", "replace")
+    if isinstance(blob, (bytes, bytearray)):
+        return bytes(blob).decode("utf-8", "replace")
     return blob
 
 
-def _message(out, err):
-    lines = [ln.strip() for ln in (_text(err) + "\n" + _text(out)).splitlines() if ln.strip()]
+def output_message(out, err):
+    """A failed command's stderr and stdout lines joined with ``; `` for a message."""
+    lines = [ln.strip() for ln in (output_text(err) + "\n" + output_text(out)).splitlines() if ln.strip()]
     return "; ".join(lines) if lines else "(no output)"
 
 
@@ -498,11 +504,11 @@ class SgeAdmin(object):
         argv, rc, out, err = self.run(prog, args, raw=raw)
         if rc != 0:
             raise CommandFailed("%s: %s failed (rc %s): %s"
-                                % (label, describe(argv), rc, _message(out, err)),
-                                rc, _message(out, err))
+                                % (label, describe(argv), rc, output_message(out, err)),
+                                rc, output_message(out, err))
         if raw and not isinstance(out, bytes):
-            out = _text(out).encode("utf-8")
-        return out if raw else _text(out)
+            out = output_text(out).encode("utf-8")
+        return out if raw else output_text(out)
 
     def change(self, label, prog, args, resolve_timeout=None, shown=None):
         """Run a command that changes the cluster (in check mode: only record it).
@@ -518,8 +524,8 @@ class SgeAdmin(object):
         while True:
             argv, rc, out, err = self.run(prog, args)
             if rc == 0:
-                return _message(out, err)
-            text = _message(out, err)
+                return output_message(out, err)
+            text = output_message(out, err)
             remaining = deadline - _clock()
             if resolve_timeout and remaining > 0 and any(u in text for u in _UNRESOLVED):
                 _sleep(min(RESOLVE_RETRY_INTERVAL, remaining))
@@ -528,30 +534,37 @@ class SgeAdmin(object):
             raise CommandFailed("%s: %s failed (rc %s): %s"
                                 % (label, describe(shown_argv), rc, text), rc, text)
 
-    def change_with_file(self, label, option, obj, resolve_timeout=None):
-        """``qconf <option> FILE`` with ``obj`` rendered into a private temporary file."""
+    def change_with_text(self, label, option, text, file_name=None, resolve_timeout=None):
+        """``qconf <option> FILE`` with ``text`` in a private temporary file: created exclusively
+        (mode 0600) in a private directory (mode 0700), named ``file_name`` (``qconf -Aconf``/
+        ``-Mconf`` take the configuration's name from the file's name) or ``object``, both removed
+        afterwards. In check mode the command is only recorded, as ``FILE``."""
         if self.module.check_mode:
             return self.change(label, "qconf", [option, "FILE"])
-        fd, path = tempfile.mkstemp(prefix="gridengine-balancer-", suffix=".conf")
+        directory = tempfile.mkdtemp(prefix="gridengine-balancer-")
         try:
-            os.fchmod(fd, 0o600)
+            os.chmod(directory, 0o700)
+            path = os.path.join(directory, file_name or "object")
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "w") as handle:
-                handle.write(render_object(obj))
+                handle.write(text)
             return self.change(label, "qconf", [option, path], resolve_timeout=resolve_timeout,
                                shown=[option, "FILE"])
         finally:
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
+            shutil.rmtree(directory, ignore_errors=True)
+
+    def change_with_file(self, label, option, obj, resolve_timeout=None):
+        """``qconf <option> FILE`` with ``obj`` rendered by :func:`render_object` (see
+        :meth:`change_with_text`)."""
+        return self.change_with_text(label, option, render_object(obj), resolve_timeout=resolve_timeout)
 
     # -- reading ----------------------------------------------------------------------------
     def show_list(self, label, option):
         """Names of ``qconf <option>``; Grid Engine's "no ... defined" answer gives []."""
         argv, rc, out, err = self.run("qconf", [option])
         if rc == 0:
-            return parse_list(_text(out))
-        text = _message(out, err)
+            return parse_list(output_text(out))
+        text = output_message(out, err)
         if _EMPTY_LIST.match(text):
             return []
         raise CommandFailed("%s: %s failed (rc %s): %s" % (label, describe(argv), rc, text),
@@ -561,8 +574,8 @@ class SgeAdmin(object):
         """``qconf <option> <name>`` parsed, or None when the object does not exist."""
         argv, rc, out, err = self.run("qconf", [option, name])
         if rc == 0:
-            return parse_object(_text(out))
-        text = _message(out, err)
+            return parse_object(output_text(out))
+        text = output_message(out, err)
         if _MISSING.search(text):
             return None
         raise CommandFailed("%s: %s failed (rc %s): %s" % (label, describe(argv), rc, text),
@@ -577,12 +590,12 @@ class SgeAdmin(object):
         """
         argv, rc, out, err = self.run("qstat", ["-f", "-q", queue, "-xml"], raw=True)
         if rc != 0:
-            if not _text(out).strip() and not _text(err).strip():
+            if not output_text(out).strip() and not output_text(err).strip():
                 return {}
             raise CommandFailed("%s: %s failed (rc %s): %s"
-                                % (label, describe(argv), rc, _message(out, err)),
-                                rc, _message(out, err))
-        data = out if isinstance(out, bytes) else _text(out).encode("utf-8")
+                                % (label, describe(argv), rc, output_message(out, err)),
+                                rc, output_message(out, err))
+        data = out if isinstance(out, bytes) else output_text(out).encode("utf-8")
         try:
             parsed = parse_qstat(data, strict_schema=False)
         except SgeParseError as exc:
@@ -623,3 +636,27 @@ class SgeAdmin(object):
             if any(same_host(name, host) for name in hosts):
                 found.add(job["id"])
         return sorted(found)
+
+
+# ---------------------------------------------------------------------------------------------
+# the frame of a module that changes Grid Engine
+# ---------------------------------------------------------------------------------------------
+
+def run_admin(module, run, check=None):
+    """The body of an admin module's ``main()``, after its AnsibleModule is built.
+
+    ``check(params)`` validates the input before anything runs (raising SgeAdminError);
+    ``run(module, admin)`` does the work with an :class:`SgeAdmin` for the module's
+    ``sge_root`` / ``sge_cell`` / ``sge_qmaster_port`` and returns the result. The module exits
+    with that result, or fails with the message of an SgeAdminError, ``commands`` (those run so
+    far, the failing one last) and the error's ``fail_result``."""
+    admin = None
+    params = module.params
+    try:
+        if check is not None:
+            check(params)
+        admin = SgeAdmin(module, params["sge_root"], params["sge_cell"], params["sge_qmaster_port"])
+        result = run(module, admin)
+    except SgeAdminError as exc:
+        module.fail_json(msg=str(exc), commands=admin.commands if admin else [], **(exc.fail_result or {}))
+    module.exit_json(**result)

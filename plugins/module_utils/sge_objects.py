@@ -9,10 +9,9 @@ Used by the modules ``sge_complex`` (``qconf -sc``/``-Mc``), ``sge_pe`` (``qconf
 ``sge_admin`` (:class:`SgeAdmin` runs the commands; check mode only records them):
 
 * :func:`show` reads an object, telling a missing one (None) from a failure;
-* :func:`write_text` hands a text to ``qconf <option> FILE`` from a private temporary file
-  (mode 0600, in a private directory, removed afterwards). ``qconf -Aconf``/``-Mconf`` take the
-  configuration's name from the file's name, so the file can be given a name (the host name or
-  ``global``);
+* :meth:`SgeAdmin.change_with_text` hands a text to ``qconf <option> FILE`` from a private
+  temporary file; ``qconf -Aconf``/``-Mconf`` take the configuration's name from the file's
+  name, so the file can be given a name (the host name or ``global``);
 * :func:`parse_complexes` / :func:`render_complexes` read and write the complex list
   (complex(5)): one line per attribute, eight white-space separated columns.
 """
@@ -20,15 +19,14 @@ Used by the modules ``sge_complex`` (``qconf -sc``/``-Mc``), ``sge_pe`` (``qconf
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import os
 import re
-import shutil
-import tempfile
 
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin import (
     CommandFailed,
     SgeAdminError,
     canonical,
+    output_message,
+    output_text,
     to_sge_value,
 )
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import describe
@@ -56,46 +54,16 @@ def pattern_error(pattern, name, option, what):
 # reading and writing through qconf
 # ---------------------------------------------------------------------------------------------
 
-def _text(blob):
-    if blob is None:
-        return ""
-    if isinstance(blob, bytes):
-        return blob.decode("utf-8", "replace")
-    return blob
-
-
-def _message(out, err):
-    lines = [ln.strip() for ln in (_text(err) + "\n" + _text(out)).splitlines() if ln.strip()]
-    return "; ".join(lines) if lines else "(no output)"
-
-
 def show(admin, label, args, missing=None):
     """Output text of ``qconf ARGS``; None when it fails with a message matching ``missing``
     (a compiled pattern: the object does not exist). Raises CommandFailed otherwise."""
     argv, rc, out, err = admin.run("qconf", args)
     if rc == 0:
-        return _text(out)
-    text = _message(out, err)
+        return output_text(out)
+    text = output_message(out, err)
     if missing is not None and missing.search(text):
         return None
     raise CommandFailed("%s: %s failed (rc %s): %s" % (label, describe(argv), rc, text), rc, text)
-
-
-def write_text(admin, label, option, text, file_name=None):
-    """``qconf OPTION FILE`` with ``text`` in a private temporary file named ``file_name``
-    (any unpredictable name when None); in check mode the command is only recorded."""
-    if admin.module.check_mode:
-        return admin.change(label, "qconf", [option, "FILE"])
-    directory = tempfile.mkdtemp(prefix="gridengine-balancer-")
-    try:
-        os.chmod(directory, 0o700)
-        path = os.path.join(directory, file_name or "object")
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        return admin.change(label, "qconf", [option, path], shown=[option, "FILE"])
-    finally:
-        shutil.rmtree(directory, ignore_errors=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -145,11 +113,12 @@ COMPLEX_TYPES = ("INT", "DOUBLE", "MEMORY", "TIME", "STRING", "CSTRING", "RESTRI
                  "BOOL", "RSMAP")
 COMPLEX_RELOPS = ("==", "!=", "<", "<=", ">", ">=", "EXCL")
 _STRING_TYPES = ("STRING", "CSTRING", "RESTRING", "HOST")
-# qconf -sc's column layout (Son of Grid Engine: "%-19s %-10s %-11s %-5s %-11s %-10s %-8s %s")
-_COMPLEX_WIDTHS = (19, 10, 11, 5, 11, 10, 8)
-COMPLEX_HEADER = ("#name               shortcut   type        relop requestable consumable "
+# qconf -sc's column layout ("%-19s %-10s %-9s %-5s %-11s %-10s %-8s %s"), header and footer, as
+# the real SoGE 8.1.9 qmaster prints them (tests/unit/fixtures/qconf/captured_objects/qconf_sc.txt)
+_COMPLEX_WIDTHS = (19, 10, 9, 5, 11, 10, 8)
+COMPLEX_HEADER = ("#name               shortcut   type      relop requestable consumable "
                   "default  urgency \n"
-                  "#" + "-" * 88 + "\n")
+                  "#" + "-" * 86 + "\n")
 COMPLEX_FOOTER = "# >#< starts a comment but comments are not saved across edits --------\n"
 
 

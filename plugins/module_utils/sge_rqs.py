@@ -15,9 +15,7 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import math
-import os
 import re
-import tempfile
 
 NAME_RE = re.compile(r"\A[A-Za-z_][A-Za-z0-9_.-]*\Z")
 _RULE_RE = re.compile(r"\Aprojects\s+\{?([^}\s]+)\}?\s+hosts\s+\{([^}\s]+)\}\s+to\s+"
@@ -138,21 +136,3 @@ def largest_remainder(percent, slots):
     for i in order[:left]:
         result[i] += 1
     return dict(zip(keys, result))
-
-
-def write_with_file(admin, label, option, text):
-    """``qconf <option> FILE`` with ``text`` in a private temporary file (check mode: only
-    recorded, as ``FILE``)."""
-    if admin.module.check_mode:
-        return admin.change(label, "qconf", [option, "FILE"])
-    fd, path = tempfile.mkstemp(prefix="gridengine-balancer-", suffix=".rqs")
-    try:
-        os.fchmod(fd, 0o600)
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        return admin.change(label, "qconf", [option, path], shown=[option, "FILE"])
-    finally:
-        try:
-            os.unlink(path)
-        except OSError:
-            pass

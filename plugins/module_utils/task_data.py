@@ -32,6 +32,7 @@ PARTIAL = ".partial."
 REMOVING = ".removing."
 OUTGOING = ".outgoing"
 DIR_MODE = 0o755
+DEFAULT_ROOT = "/var/lib/gridengine-balancer/tasks"
 CHUNK = 1 << 20
 
 
@@ -45,6 +46,14 @@ def check_name(kind, value):
         raise TaskDataError("%s name %r is not allowed: 1-64 letters, digits, '_' or '-', "
                             "starting with a letter or digit" % (kind, value))
     return value
+
+
+def data_root_spec(**options):
+    """The argument spec of a module that works on a node's task data: ``data_root`` (doc
+    fragment ``gridengine.balancer.task_data``), then the module's own ``options``."""
+    spec = dict(data_root=dict(type="path", default=DEFAULT_ROOT))
+    spec.update(options)
+    return spec
 
 
 def check_root(root):

@@ -29,23 +29,13 @@ author:
   - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
-  platform:
-    platforms: posix
+  - gridengine.balancer.attributes
+  - gridengine.balancer.cluster_file
 options:
-  cluster:
-    description:
-      - Name of the cluster; gives the default O(path) C(/var/lib/gridengine-balancer/<cluster>/journal.json).
-      - Letters, digits, V(_), V(.) and V(-), starting with a letter or digit.
-      - One of O(cluster) and O(path) is required.
-    type: str
   path:
     description:
-      - Path of the journal on the target host. Overrides the default derived from O(cluster).
+      - Path of the journal on the target host. Overrides the default derived from O(cluster),
+        C(/var/lib/gridengine-balancer/<cluster>/journal.json).
     type: path
   state:
     description:
@@ -198,7 +188,8 @@ diff:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_state import plain_path_result
+from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_state import CLUSTER_OR_PATH, cluster_file_spec, plain_path_result
+from ansible_collections.gridengine.balancer.plugins.module_utils.results import with_diff
 from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_journal import (
     JournalConflict,
     JournalError,
@@ -214,9 +205,7 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_journ
 
 def main():
     module = plain_path_result(AnsibleModule(
-        argument_spec=dict(
-            cluster=dict(type="str"),
-            path=dict(type="path"),
+        argument_spec=cluster_file_spec(
             state=dict(type="str", choices=["present", "absent"], default="present"),
             node=dict(type="str", required=True),
             operation=dict(type="str", choices=["join", "leave"]),
@@ -225,7 +214,7 @@ def main():
             max_attempts=dict(type="int", default=3),
             error=dict(type="str"),
         ),
-        required_one_of=[("cluster", "path")],
+        required_one_of=CLUSTER_OR_PATH,
         required_if=[("state", "present", ("operation",))],
         supports_check_mode=True,
     ))
@@ -264,10 +253,7 @@ def main():
                         "it and removes its record from %s" % (
                             entry["operation"], entry["node"], entry.get("attempts", 0),
                             entry.get("last_error") or "not recorded", path))
-    if module._diff:
-        result["diff"] = dict(before=render(before) if exists else "",
-                              after=render(after) if exists or changed else "",
-                              before_header=path, after_header=path)
+    with_diff(module, result, render(before) if exists else "", render(after) if exists or changed else "", path)
     module.exit_json(**result)
 
 

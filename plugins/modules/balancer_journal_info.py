@@ -20,22 +20,13 @@ author:
   - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
+  - gridengine.balancer.attributes.no_diff
+  - gridengine.balancer.cluster_file
 options:
-  cluster:
-    description:
-      - Name of the cluster; gives the default O(path) C(/var/lib/gridengine-balancer/<cluster>/journal.json).
-      - One of O(cluster) and O(path) is required.
-    type: str
   path:
     description:
-      - Path of the journal on the target host. Overrides the default derived from O(cluster).
+      - Path of the journal on the target host. Overrides the default derived from O(cluster),
+        C(/var/lib/gridengine-balancer/<cluster>/journal.json).
     type: path
 notes:
   - The journal is read without waiting for writers; every write replaces it atomically, so the
@@ -92,7 +83,7 @@ operations:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_state import plain_path_result
+from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_state import CLUSTER_OR_PATH, cluster_file_spec, plain_path_result
 from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_journal import (
     JournalError,
     default_path,
@@ -102,11 +93,8 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_journ
 
 def main():
     module = plain_path_result(AnsibleModule(
-        argument_spec=dict(
-            cluster=dict(type="str"),
-            path=dict(type="path"),
-        ),
-        required_one_of=[("cluster", "path")],
+        argument_spec=cluster_file_spec(),
+        required_one_of=CLUSTER_OR_PATH,
         supports_check_mode=True,
     ))
     path = module.params["path"]

@@ -28,27 +28,19 @@ author:
   - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - gridengine.balancer.attributes
+  - gridengine.balancer.cluster_file
 attributes:
   check_mode:
-    support: full
     details:
       - Nothing is written. Taking a lock another balancer holds still fails, so the caller
         learns that it could not run.
-  diff_mode:
-    support: full
-  platform:
-    platforms: posix
 options:
-  cluster:
-    description:
-      - Name of the cluster; gives the default O(path) C(/var/lib/gridengine-balancer/<cluster>/lock.json)
-        and is recorded in the lock and named in messages.
-      - Letters, digits, V(_), V(.) and V(-), starting with a letter or digit.
-      - One of O(cluster) and O(path) is required.
-    type: str
   path:
     description:
-      - Path of the lock file on the target host. Overrides the default derived from O(cluster).
+      - Path of the lock file on the target host. Overrides the default derived from O(cluster),
+        C(/var/lib/gridengine-balancer/<cluster>/lock.json). The cluster's name is also recorded
+        in the lock and named in messages.
       - It must be on a file system with working C(flock), normally a local one.
     type: path
   state:
@@ -238,7 +230,13 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_lock 
     release,
     renew,
 )
-from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_state import dumps, plain_path_result
+from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_state import (
+    CLUSTER_OR_PATH,
+    cluster_file_spec,
+    dumps,
+    plain_path_result,
+)
+from ansible_collections.gridengine.balancer.plugins.module_utils.results import with_diff
 
 
 def run(module, path):
@@ -279,24 +277,18 @@ def run(module, path):
         else:
             module.warn("%s; took the lock over, the file last written at %s is kept as %s"
                         % (corrupt["problem"], format_time(corrupt["modified"]), corrupt["moved_to"]))
-    if module._diff:
-        result["diff"] = dict(before=dumps(before) if before else "",
-                              after=dumps(lock) if lock else "",
-                              before_header=path, after_header=path)
-    return result
+    return with_diff(module, result, dumps(before) if before else "", dumps(lock) if lock else "", path)
 
 
 def main():
     module = plain_path_result(AnsibleModule(
-        argument_spec=dict(
-            cluster=dict(type="str"),
-            path=dict(type="path"),
+        argument_spec=cluster_file_spec(
             state=dict(type="str", choices=["present", "absent"], default="present"),
             owner=dict(type="str"),
             token=dict(type="str", no_log=False),
             ttl=dict(type="int", default=DEFAULT_TTL),
         ),
-        required_one_of=[("cluster", "path")],
+        required_one_of=CLUSTER_OR_PATH,
         required_if=[("state", "absent", ("token",))],
         supports_check_mode=True,
     ))

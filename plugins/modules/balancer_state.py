@@ -32,23 +32,13 @@ author:
   - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
-  platform:
-    platforms: posix
+  - gridengine.balancer.attributes
+  - gridengine.balancer.cluster_file
 options:
-  cluster:
-    description:
-      - Name of the cluster; gives the default O(path) C(/var/lib/gridengine-balancer/<cluster>/state.json).
-      - Letters, digits, V(_), V(.) and V(-), starting with a letter or digit.
-      - One of O(cluster) and O(path) is required.
-    type: str
   path:
     description:
-      - Path of the state file on the target host. Overrides the default derived from O(cluster).
+      - Path of the state file on the target host. Overrides the default derived from O(cluster),
+        C(/var/lib/gridengine-balancer/<cluster>/state.json).
     type: path
   state:
     description:
@@ -147,7 +137,9 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_state import (
+    CLUSTER_OR_PATH,
     StateFileError,
+    cluster_file_spec,
     default_path,
     dumps,
     plain_path_result,
@@ -155,6 +147,7 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_state
     read_state_or_move_aside,
     write_atomic,
 )
+from ansible_collections.gridengine.balancer.plugins.module_utils.results import with_diff
 
 
 def _newer_schema(current, content):
@@ -169,14 +162,12 @@ def _newer_schema(current, content):
 
 def main():
     module = plain_path_result(AnsibleModule(
-        argument_spec=dict(
-            cluster=dict(type="str"),
-            path=dict(type="path"),
+        argument_spec=cluster_file_spec(
             state=dict(type="str", choices=["read", "present"], default="read"),
             content=dict(type="dict"),
             on_corrupt=dict(type="str", choices=["move_aside", "fail"], default="move_aside"),
         ),
-        required_one_of=[("cluster", "path")],
+        required_one_of=CLUSTER_OR_PATH,
         required_if=[("state", "present", ("content",))],
         supports_check_mode=True,
     ))
@@ -223,13 +214,7 @@ def main():
     changed = text is None or json.loads(dumps(current)) != new_value
     result["changed"] = result["changed"] or changed
     result["content"] = new_value
-    if module._diff:
-        result["diff"] = dict(
-            before=dumps(current) if text is not None else "",
-            after=new_text,
-            before_header=path,
-            after_header=path,
-        )
+    with_diff(module, result, dumps(current) if text is not None else "", new_text, path)
     newer = _newer_schema(current, new_value) if text is not None and changed else None
     if newer is not None:
         # a newer balancer wrote it: keep its state, whose keys this one does not know

@@ -39,22 +39,12 @@ extends_documentation_fragment:
   - amazon.aws.common.modules
   - amazon.aws.region.modules
   - amazon.aws.boto3
+  - gridengine.balancer.attributes.no_diff
+  - gridengine.balancer.ec2
 attributes:
   check_mode:
-    support: full
     details: Reports what would be launched or terminated; makes no EC2 call that changes anything.
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
 options:
-  cluster:
-    description:
-      - The cluster the node belongs to (the tag C(gridengine-balancer:cluster)).
-      - 1-255 letters, digits, V(_), V(.) or V(-), starting with a letter or digit; anything else
-        fails the module, naming O(cluster), before any API call.
-    type: str
-    required: true
   name:
     description:
       - The node's name, its host name in Grid Engine (the tags C(gridengine-balancer:node) and C(Name)).
@@ -144,16 +134,8 @@ options:
     description: Seconds between two looks at an instance while waiting.
     type: float
     default: 5
-  api_retries:
-    description:
-      - How many times a throttled API call is retried (jittered exponential back-off); V(0) makes one
-        call only.
-    type: int
-    default: 10
   api_retry_delay:
     description: First back-off delay in seconds; it doubles up to O(api_retry_max_delay), with full jitter.
-    type: float
-    default: 3
   api_retry_max_delay:
     description: Longest back-off delay in seconds.
     type: float
@@ -580,8 +562,7 @@ def ensure_absent(module, api, result):
 
 
 def main():
-    argument_spec = dict(
-        cluster=dict(type='str', required=True),
+    argument_spec = en.ec2_argument_spec(
         name=dict(type='str', required=True),
         state=dict(type='str', choices=['present', 'absent'], default='present'),
         instance_id=dict(type='str'),
@@ -600,8 +581,6 @@ def main():
         wait=dict(type='bool', default=True),
         wait_timeout=dict(type='int', default=600),
         poll_interval=dict(type='float', default=5),
-        api_retries=dict(type='int', default=10),
-        api_retry_delay=dict(type='float', default=3),
         api_retry_max_delay=dict(type='float', default=60),
     )
     module = AnsibleAWSModule(argument_spec=argument_spec, supports_check_mode=True)

@@ -25,21 +25,12 @@ extends_documentation_fragment:
   - amazon.aws.common.modules
   - amazon.aws.region.modules
   - amazon.aws.boto3
+  - gridengine.balancer.attributes.no_diff
+  - gridengine.balancer.ec2
 attributes:
   check_mode:
-    support: full
     details: Read-only; runs in check mode too.
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
 options:
-  cluster:
-    description:
-      - The cluster (value of the tag C(gridengine-balancer:cluster)); the same rules as
-        O(gridengine.balancer.ec2_node#module:cluster), checked before any API call.
-    type: str
-    required: true
   name:
     description:
       - Only this node (value of the tag C(gridengine-balancer:node)); an RFC 1123 host name,
@@ -52,14 +43,6 @@ options:
     type: list
     elements: str
     default: [pending, running, stopping, stopped, shutting-down]
-  api_retries:
-    description: How many times a throttled call is retried (jittered exponential back-off); V(0) makes one call only.
-    type: int
-    default: 10
-  api_retry_delay:
-    description: First back-off delay in seconds.
-    type: float
-    default: 3
 notes:
   - Tested against C(moto_server) on 127.0.0.1 only; real AWS was not reachable from the test machine.
 seealso:
@@ -115,13 +98,10 @@ from ansible_collections.gridengine.balancer.plugins.module_utils import ec2_nod
 
 def main():
     module = AnsibleAWSModule(
-        argument_spec=dict(
-            cluster=dict(type='str', required=True),
+        argument_spec=en.ec2_argument_spec(
             name=dict(type='str'),
             states=dict(type='list', elements='str',
                         default=['pending', 'running', 'stopping', 'stopped', 'shutting-down']),
-            api_retries=dict(type='int', default=10),
-            api_retry_delay=dict(type='float', default=3),
         ),
         supports_check_mode=True,
     )

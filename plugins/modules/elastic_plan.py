@@ -28,20 +28,8 @@ author:
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow
-attributes:
-  action:
-    support: full
-  async:
-    support: none
-  bypass_host_loop:
-    support: none
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
-    details: Shows the state file's text before and after.
-  platform:
-    platforms: posix
+  - gridengine.balancer.controller
+  - gridengine.balancer.controller.state
 options:
   cluster:
     description:

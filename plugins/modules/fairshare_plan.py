@@ -35,20 +35,8 @@ author:
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow
-attributes:
-  action:
-    support: full
-  async:
-    support: none
-  bypass_host_loop:
-    support: none
-  check_mode:
-    support: full
-    details: The plan is computed the same way; nothing is changed in either mode.
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
+  - gridengine.balancer.controller
+  - gridengine.balancer.controller.plan
 options:
   snapshot:
     description:

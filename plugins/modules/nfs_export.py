@@ -47,14 +47,10 @@ author:
   - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - gridengine.balancer.attributes
 attributes:
   check_mode:
-    support: full
     details: Reports what would be written and whether the server would be reloaded; writes nothing, signals nothing.
-  diff_mode:
-    support: full
-  platform:
-    platforms: posix
 options:
   server:
     description:

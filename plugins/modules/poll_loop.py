@@ -37,20 +37,13 @@ author:
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow
+  - gridengine.balancer.controller
 attributes:
-  action:
-    support: full
-  async:
-    support: none
-  bypass_host_loop:
-    support: none
   check_mode:
     support: full
     details: The polls run with C(--check) when the run has it (they plan and show, nothing acts).
   diff_mode:
     support: none
-  platform:
-    platforms: posix
 options:
   interval:
     description:

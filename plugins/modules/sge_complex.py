@@ -15,6 +15,7 @@ author:
   - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
   - gridengine.balancer.sge
+  - gridengine.balancer.sge.admin
 description:
   - Keeps the attributes given in O(attributes) in Grid Engine's complex list (complex(5)), and
     only those. Every other attribute of the list stays as it is, whatever this module is given.
@@ -90,12 +91,6 @@ notes:
     can be written as Grid Engine prints it.
   - C(qconf -Mc) replaces the whole list. Another change of the list made between this module's
     read and its write is lost; run the tasks that change complexes one at a time.
-  - In check mode nothing is run that changes the cluster; the result tells what would change.
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
 seealso:
   - module: gridengine.balancer.sge_exec_host
   - module: gridengine.balancer.sge_queue
@@ -152,9 +147,10 @@ commands:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin import (
-    SgeAdmin,
     SgeAdminError,
+    run_admin,
 )
+from ansible_collections.gridengine.balancer.plugins.module_utils.results import with_diff
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import sge_argument_spec
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_objects import (
     COMPLEX_FIELDS,
@@ -168,7 +164,6 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.sge_objects im
     pattern_error,
     render_complexes,
     value_text,
-    write_text,
 )
 
 NAME_RULE = "letters, digits, '_', '.', '-', starting with a letter or '_'"
@@ -264,7 +259,7 @@ def run(module, admin):
     before = _read(admin, label)
     after, changed = plan(before, wanted)
     if changed:
-        write_text(admin, label, "-Mc", render_complexes(after))
+        admin.change_with_text(label, "-Mc", render_complexes(after))
         if not module.check_mode:
             stored = _read(admin, label)
             for name, state, given in wanted:
@@ -279,10 +274,12 @@ def run(module, admin):
                                     % (label, field, name, value, stored[name][field]))
             after = stored
     result = dict(changed=bool(admin.commands), attributes=_public(after, names), commands=admin.commands)
-    if module._diff:
-        result["diff"] = dict(before=complex_text(changed, before), after=complex_text(changed, after),
-                              before_header=label, after_header=label)
-    return result
+    return with_diff(module, result, complex_text(changed, before), complex_text(changed, after), label)
+
+
+def _check(params):
+    """Refuses bad input (SgeAdminError, naming the option) before anything runs."""
+    wanted_attributes(params["attributes"])
 
 
 def main():
@@ -301,15 +298,7 @@ def main():
     )
     argument_spec.update(sge_argument_spec())
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
-    admin = None
-    try:
-        wanted_attributes(module.params["attributes"])
-        admin = SgeAdmin(module, module.params["sge_root"], module.params["sge_cell"],
-                         module.params["sge_qmaster_port"])
-        result = run(module, admin)
-    except SgeAdminError as exc:
-        module.fail_json(msg=str(exc), commands=admin.commands if admin else [])
-    module.exit_json(**result)
+    run_admin(module, run, _check)
 
 
 if __name__ == "__main__":

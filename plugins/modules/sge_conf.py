@@ -15,6 +15,7 @@ author:
   - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
   - gridengine.balancer.sge
+  - gridengine.balancer.sge.admin
 description:
   - Sets the parameters given in O(parameters) in Grid Engine's global configuration, or in the
     local configuration of O(host) (sge_conf(5)); every other parameter keeps its value. Deletes a
@@ -62,12 +63,6 @@ notes:
     execution host, whose execd must be stopped with C(qconf -ke) and started again).
   - C(qconf -Mconf) replaces the whole configuration. Another change made between this module's
     read and its write is lost.
-  - In check mode nothing is run that changes the cluster; the result tells what would change.
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
 seealso:
   - module: gridengine.balancer.sge_sched_conf
   - name: Grid Engine sge_conf(5)
@@ -130,25 +125,25 @@ commands:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin import (
-    SgeAdmin,
     SgeAdminError,
     check_names,
     parse_object,
     render_object,
     render_text,
+    run_admin,
 )
+from ansible_collections.gridengine.balancer.plugins.module_utils.results import with_diff
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import sge_argument_spec
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_objects import (
     CONF_MISSING,
     checked_parameters,
     same,
     show,
-    write_text,
 )
 
 GLOBAL = "global"
-# as Debian's default configuration file lays it out (/usr/share/gridengine/default-configuration)
-KEY_WIDTH = 22
+# keys padded as qconf -sconf prints them (29 columns before the value)
+KEY_WIDTH = 28
 
 
 def _read(admin, label, host):
@@ -205,12 +200,12 @@ def run(module, admin):
                 after[key] = value
         if current is None:
             if after:
-                write_text(admin, label, "-Aconf", render_object(after, key_width=KEY_WIDTH), file_name=host)
+                admin.change_with_text(label, "-Aconf", render_object(after, key_width=KEY_WIDTH), file_name=host)
             else:
                 after = None
         elif after != current:
             if after:
-                write_text(admin, label, "-Mconf", render_object(after, key_width=KEY_WIDTH), file_name=host)
+                admin.change_with_text(label, "-Mconf", render_object(after, key_width=KEY_WIDTH), file_name=host)
             else:
                 admin.change(label, "qconf", ["-dconf", host])
                 after = None
@@ -238,14 +233,12 @@ def run(module, admin):
                           | set(k for k in (after or {}) if (current or {}).get(k) != after[k]))
     result = dict(changed=bool(admin.commands), host=host, exists=after is not None,
                   parameters=dict((k, (after or {}).get(k)) for k in given), commands=admin.commands)
-    if module._diff:
-        if current is None or after is None:
-            before_text, after_text = _text(current), _text(after)
-        else:
-            before_text = _text(dict((k, current[k]) for k in changed_keys if k in current))
-            after_text = _text(dict((k, after[k]) for k in changed_keys if k in after))
-        result["diff"] = dict(before=before_text, after=after_text, before_header=label, after_header=label)
-    return result
+    if current is None or after is None:
+        before_text, after_text = _text(current), _text(after)
+    else:
+        before_text = _text(dict((k, current[k]) for k in changed_keys if k in current))
+        after_text = _text(dict((k, after[k]) for k in changed_keys if k in after))
+    return with_diff(module, result, before_text, after_text, label)
 
 
 def main():
@@ -256,15 +249,7 @@ def main():
     )
     argument_spec.update(sge_argument_spec())
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
-    admin = None
-    try:
-        _check(module.params)
-        admin = SgeAdmin(module, module.params["sge_root"], module.params["sge_cell"],
-                         module.params["sge_qmaster_port"])
-        result = run(module, admin)
-    except SgeAdminError as exc:
-        module.fail_json(msg=str(exc), commands=admin.commands if admin else [])
-    module.exit_json(**result)
+    run_admin(module, run, _check)
 
 
 if __name__ == "__main__":

@@ -120,11 +120,12 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.sge_access imp
     qmaster_host,
 )
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin import (
-    SgeAdmin,
     SgeAdminError,
     check_names,
+    run_admin,
     same_host,
 )
+from ansible_collections.gridengine.balancer.plugins.module_utils.results import with_diff
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import sge_argument_spec
 
 
@@ -155,11 +156,17 @@ def run(module, admin):
             admin.change(label, "qconf", ["-km"])
     result = dict(changed=running, daemon=daemon, host=host, was_running=running,
                   seen_by=seen_by, commands=admin.commands)
-    if module._diff:
-        result["diff"] = dict(before=_state_text(daemon, host, running),
-                              after=_state_text(daemon, host, False),
-                              before_header=label, after_header=label)
-    return result
+    return with_diff(module, result, _state_text(daemon, host, running), _state_text(daemon, host, False), label)
+
+
+def _check(params):
+    """Refuses bad input (SgeAdminError, naming the option) before anything runs."""
+    host = params["host"]
+    if host is not None:
+        check_names("host", [host], "host")
+        if host.lower() in RESERVED_HOSTS:
+            raise SgeAdminError("host: %r is a word Grid Engine reads as a keyword (qconf -ke "
+                                "all stops every execd), not a host name" % host)
 
 
 def main():
@@ -171,20 +178,7 @@ def main():
     argument_spec.update(sge_argument_spec())
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True,
                            required_if=[("daemon", "execd", ["host"])])
-    admin = None
-    try:
-        host = module.params["host"]
-        if host is not None:
-            check_names("host", [host], "host")
-            if host.lower() in RESERVED_HOSTS:
-                raise SgeAdminError("host: %r is a word Grid Engine reads as a keyword (qconf -ke "
-                                    "all stops every execd), not a host name" % host)
-        admin = SgeAdmin(module, module.params["sge_root"], module.params["sge_cell"],
-                         module.params["sge_qmaster_port"])
-        result = run(module, admin)
-    except SgeAdminError as exc:
-        module.fail_json(msg=str(exc), commands=admin.commands if admin else [])
-    module.exit_json(**result)
+    run_admin(module, run, _check)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ author:
   - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
   - gridengine.balancer.sge
+  - gridengine.balancer.sge.admin
 description:
   - Registers a host with the qmaster as an administrative host (C(qconf -ah)), an execution
     host (C(qconf -Ae FILE)) and optionally a submit host (C(qconf -as)), or removes it again.
@@ -113,14 +114,8 @@ notes:
   - It does not wait for jobs to end. Drain the host first (M(gridengine.balancer.sge_queue)
     with O(gridengine.balancer.sge_queue#module:instance_state=disabled), then wait until
     C(qstat) shows no job on it); with jobs on it O(state=absent) fails unless O(force=true).
-  - In check mode nothing is run that changes the cluster; the result tells what would change.
-    The read-only C(qstat) runs in check mode too, so a removal that would be refused fails
+  - The read-only C(qstat) runs in check mode too, so a removal that would be refused fails
     in check mode as well.
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
 seealso:
   - module: gridengine.balancer.sge_hostgroup
   - module: gridengine.balancer.sge_queue
@@ -226,11 +221,11 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin import (
     EXEC_HOST_ATTRIBUTES,
     EXEC_HOST_TEMPLATE,
-    SgeAdmin,
     SgeAdminError,
     check_names,
     find_member,
     parse_pairs,
+    run_admin,
     same_host,
     same_value,
     split_list,
@@ -238,6 +233,7 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin impo
     to_sge_value,
     value_error,
 )
+from ansible_collections.gridengine.balancer.plugins.module_utils.results import with_diff
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import sge_argument_spec
 
 
@@ -416,7 +412,7 @@ class _JobsOnHost(SgeAdminError):
 
     def __init__(self, jobs, message):
         super(_JobsOnHost, self).__init__(message)
-        self.jobs = jobs
+        self.fail_result = {"jobs": jobs}
 
 
 def _check_jobs(module, admin, label, exec_name):
@@ -535,10 +531,12 @@ def run(module, admin):
         complex_values=after["complex_values"],
         commands=admin.commands,
     )
-    if module._diff:
-        result["diff"] = dict(before=_state_text(name, before), after=_state_text(name, after),
-                              before_header=label, after_header=label)
-    return result
+    return with_diff(module, result, _state_text(name, before), _state_text(name, after), label)
+
+
+def _check(params):
+    """Refuses bad input (SgeAdminError, naming the option) before anything runs."""
+    check_names("host", [params["name"]], "name")
 
 
 def main():
@@ -555,16 +553,7 @@ def main():
     )
     argument_spec.update(sge_argument_spec())
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
-    admin = None
-    try:
-        check_names("host", [module.params["name"]], "name")
-        admin = SgeAdmin(module, module.params["sge_root"], module.params["sge_cell"],
-                         module.params["sge_qmaster_port"])
-        result = run(module, admin)
-    except SgeAdminError as exc:
-        extra = {"jobs": exc.jobs} if isinstance(exc, _JobsOnHost) else {}
-        module.fail_json(msg=str(exc), commands=admin.commands if admin else [], **extra)
-    module.exit_json(**result)
+    run_admin(module, run, _check)
 
 
 if __name__ == "__main__":

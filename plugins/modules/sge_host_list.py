@@ -15,6 +15,7 @@ author:
   - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
   - gridengine.balancer.sge
+  - gridengine.balancer.sge.admin
 description:
   - Makes sure that hosts are, or are not, on Grid Engine's administrative host list
     (C(qconf -sh), C(-ah), C(-dh)) or submit host list (C(qconf -ss), C(-as), C(-ds)).
@@ -59,12 +60,6 @@ options:
 notes:
   - Run it on the qmaster host or another Grid Engine admin host, as a Grid Engine manager.
   - The host name must resolve on the qmaster when it is added.
-  - In check mode nothing is run that changes the cluster; the result tells what would change.
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
 seealso:
   - module: gridengine.balancer.sge_exec_host
   - name: Grid Engine qconf(1)
@@ -117,28 +112,22 @@ commands:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_access import (
+    NAME_LISTS,
     RESERVED_HOSTS,
+    apply_list,
     find_host,
+    lines_text,
     qmaster_host,
     unique,
 )
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin import (
-    SgeAdmin,
     SgeAdminError,
     check_names,
+    run_admin,
     same_host,
 )
+from ansible_collections.gridengine.balancer.plugins.module_utils.results import with_diff
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import sge_argument_spec
-
-# list: (label, show, add, delete)
-LISTS = {
-    "admin": ("administrative host list", "-sh", "-ah", "-dh"),
-    "submit": ("submit host list", "-ss", "-as", "-ds"),
-}
-
-
-def _list_text(hosts):
-    return "".join("%s\n" % h for h in hosts)
 
 
 def _same_list(a, b):
@@ -148,48 +137,41 @@ def _same_list(a, b):
 
 def run(module, admin):
     which = module.params["list"]
-    state = module.params["state"]
     hosts = unique(module.params["host"], same_host)
-    label, show, add, delete = LISTS[which]
-    timeout = max(module.params["resolve_timeout"], 0)
+    label, show, add, delete = NAME_LISTS[which]
 
-    before = admin.show_list(label, show)
-    after = list(before)
-    if state == "present":
-        for host in hosts:
-            if find_host(host, after) is None:
-                admin.change(label, "qconf", [add, host], resolve_timeout=timeout)
-                after.append(host)
-    else:
-        if which == "admin":
-            master = qmaster_host(admin)
-            refused = [h for h in hosts if master and same_host(h, master)
-                       and find_host(h, before) is not None]
-            if refused:
-                raise SgeAdminError(
-                    "%s: %s is the qmaster host (act_qmaster); Grid Engine keeps it an "
-                    "administrative host, so nothing was changed" % (label, refused[0]))
-        for host in hosts:
-            member = find_host(host, after)
-            if member is not None:
-                admin.change(label, "qconf", [delete, member])
-                after.remove(member)
+    def refuse(before):
+        if which != "admin":
+            return
+        master = qmaster_host(admin)
+        refused = [h for h in hosts if master and same_host(h, master)
+                   and find_host(h, before) is not None]
+        if refused:
+            raise SgeAdminError(
+                "%s: %s is the qmaster host (act_qmaster); Grid Engine keeps it an "
+                "administrative host, so nothing was changed" % (label, refused[0]))
 
-    if admin.commands and not module.check_mode:
-        after = admin.show_list(label, show)
-        if state == "present":
-            missing = [h for h in hosts if find_host(h, after) is None]
-            if missing:
-                module.warn("%s: %s not found under the given name after qconf %s (an alias?); "
-                            "give names as qconf %s prints them"
-                            % (label, ", ".join(missing), add, show))
+    before, after = apply_list(module, admin, label, (show, add, delete), hosts, find_host, refuse,
+                               resolve_timeout=max(module.params["resolve_timeout"], 0))
+    if admin.commands and not module.check_mode and module.params["state"] == "present":
+        missing = [h for h in hosts if find_host(h, after) is None]
+        if missing:
+            module.warn("%s: %s not found under the given name after qconf %s (an alias?); "
+                        "give names as qconf %s prints them"
+                        % (label, ", ".join(missing), add, show))
 
     changed = bool(admin.commands) if module.check_mode else not _same_list(before, after)
     result = dict(changed=changed, list=which, hosts=after, commands=admin.commands)
-    if module._diff:
-        result["diff"] = dict(before=_list_text(before), after=_list_text(after),
-                              before_header=label, after_header=label)
-    return result
+    return with_diff(module, result, lines_text(before), lines_text(after), label)
+
+
+def _check(params):
+    """Refuses bad input (SgeAdminError, naming the option) before anything runs."""
+    check_names("host", params["host"], "host")
+    for host in params["host"]:
+        if host.lower() in RESERVED_HOSTS:
+            raise SgeAdminError("host: %r is a word Grid Engine reads as a keyword, not a "
+                                "host name" % host)
 
 
 def main():
@@ -201,19 +183,7 @@ def main():
     )
     argument_spec.update(sge_argument_spec())
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
-    admin = None
-    try:
-        check_names("host", module.params["host"], "host")
-        for host in module.params["host"]:
-            if host.lower() in RESERVED_HOSTS:
-                raise SgeAdminError("host: %r is a word Grid Engine reads as a keyword, not a "
-                                    "host name" % host)
-        admin = SgeAdmin(module, module.params["sge_root"], module.params["sge_cell"],
-                         module.params["sge_qmaster_port"])
-        result = run(module, admin)
-    except SgeAdminError as exc:
-        module.fail_json(msg=str(exc), commands=admin.commands if admin else [])
-    module.exit_json(**result)
+    run_admin(module, run, _check)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ author:
   - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
   - gridengine.balancer.sge
+  - gridengine.balancer.sge.admin
 description:
   - Creates, changes and deletes a Grid Engine host group (C(qconf -shgrp)) and reports
     truthfully what changed, with the host list before and after as the diff.
@@ -67,14 +68,8 @@ notes:
   - Run it on the qmaster host or another Grid Engine admin host, as a Grid Engine manager.
   - Grid Engine resolves host names when they are added; a name that does not resolve on the
     qmaster fails with C(unable to resolve host).
-  - In check mode nothing is run that changes the cluster; the result tells what would change.
-    A host given under another name than Grid Engine stores (an alias) is then predicted as a
-    change although Grid Engine would find it already there.
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
+  - In check mode, a host given under another name than Grid Engine stores (an alias) is
+    predicted as a change although Grid Engine would find it already there.
 seealso:
   - module: gridengine.balancer.sge_queue
   - module: gridengine.balancer.sge_exec_host
@@ -136,13 +131,14 @@ commands:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin import (
-    SgeAdmin,
     SgeAdminError,
     check_names,
     find_member,
+    run_admin,
     split_list,
     split_value,
 )
+from ansible_collections.gridengine.balancer.plugins.module_utils.results import with_diff
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import sge_argument_spec
 
 
@@ -254,10 +250,13 @@ def run(module, admin):
         hosts=after or [],
         commands=admin.commands,
     )
-    if module._diff:
-        result["diff"] = dict(before=_object_text(name, before), after=_object_text(name, after),
-                              before_header=label, after_header=label)
-    return result
+    return with_diff(module, result, _object_text(name, before), _object_text(name, after), label)
+
+
+def _check(params):
+    """Refuses bad input (SgeAdminError, naming the option) before anything runs."""
+    check_names("hostgroup", [params["name"]], "name")
+    check_names("host_or_group", params["hosts"] or [], "hosts")
 
 
 def main():
@@ -270,16 +269,7 @@ def main():
     argument_spec.update(sge_argument_spec())
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True,
                            required_if=[("mode", "exact", ["hosts"])])
-    admin = None
-    try:
-        check_names("hostgroup", [module.params["name"]], "name")
-        check_names("host_or_group", module.params["hosts"] or [], "hosts")
-        admin = SgeAdmin(module, module.params["sge_root"], module.params["sge_cell"],
-                         module.params["sge_qmaster_port"])
-        result = run(module, admin)
-    except SgeAdminError as exc:
-        module.fail_json(msg=str(exc), commands=admin.commands if admin else [])
-    module.exit_json(**result)
+    run_admin(module, run, _check)
 
 
 if __name__ == "__main__":

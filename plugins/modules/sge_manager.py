@@ -15,6 +15,7 @@ author:
   - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
   - gridengine.balancer.sge
+  - gridengine.balancer.sge.admin
 description:
   - Makes sure that users are, or are not, on Grid Engine's manager list (C(qconf -sm), C(-am),
     C(-dm)) or operator list (C(qconf -so), C(-ao), C(-do)).
@@ -48,12 +49,6 @@ options:
     default: present
 notes:
   - Run it on the qmaster host or another Grid Engine admin host, as a Grid Engine manager.
-  - In check mode nothing is run that changes the cluster; the result tells what would change.
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
 seealso:
   - module: gridengine.balancer.sge_userset
   - name: Grid Engine qconf(1)
@@ -103,61 +98,45 @@ commands:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_access import (
+    NAME_LISTS,
     admin_user,
+    apply_list,
     check,
+    lines_text,
     unique,
     user_error,
 )
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin import (
-    SgeAdmin,
     SgeAdminError,
+    run_admin,
 )
+from ansible_collections.gridengine.balancer.plugins.module_utils.results import with_diff
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import sge_argument_spec
-
-# role: (label, show, add, delete)
-ROLES = {
-    "manager": ("manager list", "-sm", "-am", "-dm"),
-    "operator": ("operator list", "-so", "-ao", "-do"),
-}
-
-
-def _text(users):
-    return "".join("%s\n" % u for u in users)
 
 
 def run(module, admin):
     role = module.params["role"]
-    state = module.params["state"]
     users = unique(module.params["users"])
-    label, show, add, delete = ROLES[role]
+    label, show, add, delete = NAME_LISTS[role]
 
-    before = admin.show_list(label, show)
-    after = list(before)
-    if state == "present":
-        for user in users:
-            if user not in after:
-                admin.change(label, "qconf", [add, user])
-                after.append(user)
-    else:
+    def refuse(before):
         kept = ["root"] + [u for u in [admin_user(admin)] if u]
         refused = [u for u in users if u in kept and u in before]
         if refused:
             raise SgeAdminError(
                 "%s: %s is root or Grid Engine's admin user, which Grid Engine keeps on the list; "
                 "nothing was changed" % (label, refused[0]))
-        for user in users:
-            if user in after:
-                admin.change(label, "qconf", [delete, user])
-                after.remove(user)
 
-    if admin.commands and not module.check_mode:
-        after = admin.show_list(label, show)
+    before, after = apply_list(module, admin, label, (show, add, delete), users,
+                               lambda user, members: user if user in members else None, refuse)
     changed = bool(admin.commands) if module.check_mode else sorted(before) != sorted(after)
     result = dict(changed=changed, role=role, users=after, commands=admin.commands)
-    if module._diff:
-        result["diff"] = dict(before=_text(before), after=_text(after),
-                              before_header=label, after_header=label)
-    return result
+    return with_diff(module, result, lines_text(before), lines_text(after), label)
+
+
+def _check(params):
+    """Refuses bad input (SgeAdminError, naming the option) before anything runs."""
+    check(user_error(u, "users") for u in params["users"])
 
 
 def main():
@@ -168,15 +147,7 @@ def main():
     )
     argument_spec.update(sge_argument_spec())
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
-    admin = None
-    try:
-        check(user_error(u, "users") for u in module.params["users"])
-        admin = SgeAdmin(module, module.params["sge_root"], module.params["sge_cell"],
-                         module.params["sge_qmaster_port"])
-        result = run(module, admin)
-    except SgeAdminError as exc:
-        module.fail_json(msg=str(exc), commands=admin.commands if admin else [])
-    module.exit_json(**result)
+    run_admin(module, run, _check)
 
 
 if __name__ == "__main__":

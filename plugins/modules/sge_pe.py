@@ -15,6 +15,7 @@ author:
   - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
   - gridengine.balancer.sge
+  - gridengine.balancer.sge.admin
 description:
   - Creates, changes and deletes a Grid Engine parallel environment (sge_pe(5)). Only the
     attributes given in O(attributes) are compared and changed; the others keep their values.
@@ -59,12 +60,6 @@ options:
 notes:
   - Run it on the qmaster host or another Grid Engine admin host, as a Grid Engine manager.
   - A queue runs jobs of the PE only when its C(pe_list) names it (M(gridengine.balancer.sge_queue)).
-  - In check mode nothing is run that changes the cluster; the result tells what would change.
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
 seealso:
   - module: gridengine.balancer.sge_queue
   - name: Grid Engine sge_pe(5)
@@ -121,15 +116,16 @@ commands:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin import (
-    SgeAdmin,
     SgeAdminError,
     parse_object,
     render_object,
     render_text,
+    run_admin,
     same_value,
     to_sge_value,
     value_error,
 )
+from ansible_collections.gridengine.balancer.plugins.module_utils.results import with_diff
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import sge_argument_spec
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_objects import (
     PE_ATTRIBUTES,
@@ -138,7 +134,6 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.sge_objects im
     PE_TEMPLATE,
     pattern_error,
     show,
-    write_text,
 )
 
 KEY_WIDTH = 18
@@ -187,7 +182,7 @@ def run(module, admin):
         obj = dict(PE_TEMPLATE)
         obj["pe_name"] = name
         obj.update(wanted)
-        write_text(admin, label, "-Ap", render_object(obj, key_width=KEY_WIDTH))
+        admin.change_with_text(label, "-Ap", render_object(obj, key_width=KEY_WIDTH))
         after_text = render_text(obj)
         result_attributes = dict((k, obj[k]) for k in wanted)
     else:
@@ -196,7 +191,7 @@ def run(module, admin):
         if differing:
             obj = dict(current)
             obj.update(differing)
-            write_text(admin, label, "-Mp", render_object(obj, key_width=KEY_WIDTH))
+            admin.change_with_text(label, "-Mp", render_object(obj, key_width=KEY_WIDTH))
             before_text = render_text(dict((k, current.get(k, "NONE")) for k in differing))
             after_text = render_text(differing)
             result_attributes.update(differing)
@@ -214,9 +209,15 @@ def run(module, admin):
 
     result = dict(changed=bool(admin.commands), name=name, attributes=result_attributes,
                   commands=admin.commands)
-    if module._diff:
-        result["diff"] = dict(before=before_text, after=after_text, before_header=label, after_header=label)
-    return result
+    return with_diff(module, result, before_text, after_text, label)
+
+
+def _check(params):
+    """Refuses bad input (SgeAdminError, naming the option) before anything runs."""
+    msg = pattern_error(PE_NAME_RE, params["name"], "name",
+                        "letters, digits, '_', '.', '-', starting with a letter or '_'")
+    if msg:
+        raise SgeAdminError(msg)
 
 
 def main():
@@ -227,18 +228,7 @@ def main():
     )
     argument_spec.update(sge_argument_spec())
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
-    admin = None
-    try:
-        msg = pattern_error(PE_NAME_RE, module.params["name"], "name",
-                            "letters, digits, '_', '.', '-', starting with a letter or '_'")
-        if msg:
-            raise SgeAdminError(msg)
-        admin = SgeAdmin(module, module.params["sge_root"], module.params["sge_cell"],
-                         module.params["sge_qmaster_port"])
-        result = run(module, admin)
-    except SgeAdminError as exc:
-        module.fail_json(msg=str(exc), commands=admin.commands if admin else [])
-    module.exit_json(**result)
+    run_admin(module, run, _check)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,8 @@ author:
   - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
   - gridengine.balancer.sge
+  - gridengine.balancer.sge.admin
+  - gridengine.balancer.sge.shares
 description:
   - Creates, changes and deletes a Grid Engine project (project(5)). Only the options given are
     compared and changed; the others keep their values.
@@ -51,22 +53,8 @@ options:
       - User sets whose users may not submit to the project; an empty list is C(NONE).
     type: list
     elements: str
-  fshare:
-    description:
-      - Functional shares of the project. A new project gets C(0) when not given.
-    type: int
-  oticket:
-    description:
-      - Override tickets of the project. A new project gets C(0) when not given.
-    type: int
 notes:
   - Run it on the qmaster host or another Grid Engine admin host, as a Grid Engine manager.
-  - In check mode nothing is run that changes the cluster; the result tells what would change.
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
 seealso:
   - module: gridengine.balancer.sge_userset
   - module: gridengine.balancer.sge_rqs
@@ -109,18 +97,20 @@ commands:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_access import (
+    apply_named,
     check,
+    check_shares,
     names_value,
     object_error,
     object_text,
-    read_named,
+    shares_spec,
     unique,
 )
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin import (
-    SgeAdmin,
-    SgeAdminError,
+    run_admin,
     same_value,
 )
+from ansible_collections.gridengine.balancer.plugins.module_utils.results import with_diff
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import sge_argument_spec
 
 FIELDS = ("name", "oticket", "fshare", "acl", "xacl")
@@ -148,42 +138,25 @@ def run(module, admin):
     name = module.params["name"]
     label = "project %s" % name
     wanted = _wanted(module.params)
-    before = read_named(admin, label, "-sprjl", "-sprj", name)
-    after = before
-    if module.params["state"] == "absent":
-        if before is not None:
-            admin.change(label, "qconf", ["-dprj", name])
-            after = None
-    elif before is None:
-        after = dict(name=name, oticket="0", fshare="0", acl="NONE", xacl="NONE")
-        after.update(wanted)
-        admin.change_with_file(label, "-Aprj", after)
-    else:
-        differs = _differs(before, wanted)
-        if differs:
-            after = dict((k, before.get(k, "NONE")) for k in FIELDS)
-            after["name"] = name
-            after.update(dict((k, wanted[k]) for k in differs))
-            admin.change_with_file(label, "-Mprj", after)
-    if admin.commands and not module.check_mode and module.params["state"] == "present":
-        after = read_named(admin, label, "-sprjl", "-sprj", name)
-        if after is None:
-            raise SgeAdminError("%s: not found after qconf reported success" % label)
+    before, after, changed = apply_named(
+        module, admin, label, ("-sprjl", "-sprj", "-Aprj", "-Mprj", "-dprj"), name,
+        dict(name=name, oticket="0", fshare="0", acl="NONE", xacl="NONE"), FIELDS,
+        lambda current: wanted, _differs)
+    if admin.commands and not module.check_mode and after is not None:
         stored = _differs(after, wanted)
         if stored:
             module.warn("%s: Grid Engine stored %s differently than given (%s)"
                         % (label, ", ".join(stored),
                            ", ".join("%s %s" % (k, after.get(k)) for k in stored)))
-    if module.check_mode:
-        changed = bool(admin.commands)
-    else:
-        changed = (before is None) != (after is None) or bool(
-            before and after and _differs(before, dict((k, after.get(k, "NONE")) for k in FIELDS)))
     result = dict(changed=changed, project=after or {}, commands=admin.commands)
-    if module._diff:
-        result["diff"] = dict(before=object_text(before), after=object_text(after),
-                              before_header=label, after_header=label)
-    return result
+    return with_diff(module, result, object_text(before), object_text(after), label)
+
+
+def _check(params):
+    """Refuses bad input (SgeAdminError, naming the option) before anything runs."""
+    check([object_error(params["name"], "name", "project")]
+          + [object_error(n, key, "user set") for key in ("acl", "xacl") for n in params[key] or []])
+    check_shares(params)
 
 
 def main():
@@ -192,24 +165,11 @@ def main():
         state=dict(type="str", choices=["present", "absent"], default="present"),
         acl=dict(type="list", elements="str"),
         xacl=dict(type="list", elements="str"),
-        fshare=dict(type="int"),
-        oticket=dict(type="int"),
     )
+    argument_spec.update(shares_spec())
     argument_spec.update(sge_argument_spec())
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
-    admin = None
-    try:
-        p = module.params
-        check([object_error(p["name"], "name", "project")]
-              + [object_error(n, key, "user set") for key in ("acl", "xacl") for n in p[key] or []])
-        for key in ("fshare", "oticket"):
-            if p[key] is not None and p[key] < 0:
-                raise SgeAdminError("%s: %s is negative; Grid Engine takes 0 or more" % (key, p[key]))
-        admin = SgeAdmin(module, p["sge_root"], p["sge_cell"], p["sge_qmaster_port"])
-        result = run(module, admin)
-    except SgeAdminError as exc:
-        module.fail_json(msg=str(exc), commands=admin.commands if admin else [])
-    module.exit_json(**result)
+    run_admin(module, run, _check)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ author:
   - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
   - gridengine.balancer.sge
+  - gridengine.balancer.sge.admin
 description:
   - Creates, changes and deletes a Grid Engine cluster queue. Only the attributes given in
     O(attributes) are compared and changed; the others keep their values.
@@ -78,14 +79,8 @@ options:
 notes:
   - Run it on the qmaster host or another Grid Engine admin host, as a Grid Engine manager
     (C(qmod) needs an operator).
-  - In check mode nothing is run that changes the cluster; the result tells what would change.
-    When the queue does not exist yet, the state of its future instances is taken from
-    C(initial_state).
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
+  - In check mode, when the queue does not exist yet, the state of its future instances is
+    taken from C(initial_state).
 seealso:
   - module: gridengine.balancer.sge_hostgroup
   - module: gridengine.balancer.sge_exec_host
@@ -165,15 +160,16 @@ from ansible_collections.gridengine.balancer.plugins.module_utils import sge_adm
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin import (
     QUEUE_ATTRIBUTES,
     QUEUE_TEMPLATE,
-    SgeAdmin,
     SgeAdminError,
     check_names,
     render_text,
+    run_admin,
     same_host,
     same_value,
     to_sge_value,
     value_error,
 )
+from ansible_collections.gridengine.balancer.plugins.module_utils.results import with_diff
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import sge_argument_spec
 
 INSTANCE_READS = 3
@@ -312,10 +308,13 @@ def run(module, admin):
     )
     if want_instances:
         result["instances"] = instances_after
-    if module._diff:
-        result["diff"] = dict(before=before_text, after=after_text,
-                              before_header=label, after_header=label)
-    return result
+    return with_diff(module, result, before_text, after_text, label)
+
+
+def _check(params):
+    """Refuses bad input (SgeAdminError, naming the option) before anything runs."""
+    check_names("queue", [params["name"]], "name")
+    check_names("host", params["hosts"] or [], "hosts")
 
 
 def main():
@@ -329,16 +328,7 @@ def main():
     argument_spec.update(sge_argument_spec())
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True,
                            required_by=dict(hosts="instance_state"))
-    admin = None
-    try:
-        check_names("queue", [module.params["name"]], "name")
-        check_names("host", module.params["hosts"] or [], "hosts")
-        admin = SgeAdmin(module, module.params["sge_root"], module.params["sge_cell"],
-                         module.params["sge_qmaster_port"])
-        result = run(module, admin)
-    except SgeAdminError as exc:
-        module.fail_json(msg=str(exc), commands=admin.commands if admin else [])
-    module.exit_json(**result)
+    run_admin(module, run, _check)
 
 
 if __name__ == "__main__":

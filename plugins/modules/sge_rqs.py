@@ -15,6 +15,7 @@ author:
   - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
   - gridengine.balancer.sge
+  - gridengine.balancer.sge.admin
 description:
   - Keeps one Grid Engine resource quota set (C(qconf -srqs NAME)) with one rule
     C(limit projects P hosts {h} to slots=n) per project and host, in the order given. This is
@@ -67,11 +68,6 @@ notes:
   - Run it on the qmaster host or another admin host, as a Grid Engine manager.
   - A rule limits running jobs of the project on that host; jobs of other projects (or none)
     match no rule and are not limited by this set.
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
 seealso:
   - module: gridengine.balancer.sge_queue_facts
   - name: sge_resource_quota(5)
@@ -117,10 +113,11 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin import (
     CommandFailed,
-    SgeAdmin,
     SgeAdminError,
     check_names,
+    run_admin,
 )
+from ansible_collections.gridengine.balancer.plugins.module_utils.results import with_diff
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import sge_argument_spec
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_rqs import (
     MISSING,
@@ -130,7 +127,6 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.sge_rqs import
     parse_rqs,
     render_rqs,
     slot_rule,
-    write_with_file,
 )
 
 
@@ -177,7 +173,7 @@ def run(module, admin):
                     limits=[slot_rule(r["project"], r["host"], r["slots"]) for r in p["limits"]])
         if not _same(before, want):
             text = render_rqs(name, want["description"], want["enabled"], want["limits"])
-            write_with_file(admin, label, "-Arqs" if before is None else "-Mrqs", text)
+            admin.change_with_text(label, "-Arqs" if before is None else "-Mrqs", text)
             after = want
         if admin.commands and not module.check_mode:
             after = _read(admin, label, name)
@@ -186,10 +182,29 @@ def run(module, admin):
     changed = bool(admin.commands) if module.check_mode else not _same(before, after)
     result = dict(changed=changed, name=name, commands=admin.commands,
                   limits=list(after["limits"]) if after else [])
-    if module._diff:
-        result["diff"] = dict(before=_text(name, before), after=_text(name, after),
-                              before_header=label, after_header=label)
-    return result
+    return with_diff(module, result, _text(name, before), _text(name, after), label)
+
+
+def _check(params):
+    """Refuses bad input (SgeAdminError, naming the option) before anything runs."""
+    msg = name_error(params["name"], "name")
+    if msg:
+        raise SgeAdminError(msg)
+    limits = params["limits"] or []
+    if params["state"] == "present" and not limits:
+        raise SgeAdminError("limits: give at least one rule (Grid Engine refuses an empty "
+                            "resource quota set)")
+    for n, rule in enumerate(limits):
+        msg = name_error(rule["project"], "limits[%d].project" % n)
+        if msg:
+            raise SgeAdminError(msg)
+        check_names("host", [rule["host"]], "limits[%d].host" % n)
+        if rule["slots"] < 0:
+            raise SgeAdminError("limits[%d].slots: must be >= 0, got %d"
+                                % (n, rule["slots"]))
+    description = params["description"] or ""
+    if '"' in description or any(ord(ch) < 32 or ord(ch) == 127 for ch in description):
+        raise SgeAdminError("description: no line breaks, other control characters or double quotes")
 
 
 def main():
@@ -207,32 +222,7 @@ def main():
     argument_spec.update(sge_argument_spec())
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True,
                            required_if=[("state", "present", ["limits"])])
-    admin = None
-    try:
-        msg = name_error(module.params["name"], "name")
-        if msg:
-            raise SgeAdminError(msg)
-        limits = module.params["limits"] or []
-        if module.params["state"] == "present" and not limits:
-            raise SgeAdminError("limits: give at least one rule (Grid Engine refuses an empty "
-                                "resource quota set)")
-        for n, rule in enumerate(limits):
-            msg = name_error(rule["project"], "limits[%d].project" % n)
-            if msg:
-                raise SgeAdminError(msg)
-            check_names("host", [rule["host"]], "limits[%d].host" % n)
-            if rule["slots"] < 0:
-                raise SgeAdminError("limits[%d].slots: must be >= 0, got %d"
-                                    % (n, rule["slots"]))
-        description = module.params["description"] or ""
-        if '"' in description or any(ord(ch) < 32 or ord(ch) == 127 for ch in description):
-            raise SgeAdminError("description: no line breaks, other control characters or double quotes")
-        admin = SgeAdmin(module, module.params["sge_root"], module.params["sge_cell"],
-                         module.params["sge_qmaster_port"])
-        result = run(module, admin)
-    except SgeAdminError as exc:
-        module.fail_json(msg=str(exc), commands=admin.commands if admin else [])
-    module.exit_json(**result)
+    run_admin(module, run, _check)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ author:
   - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
   - gridengine.balancer.sge
+  - gridengine.balancer.sge.admin
 description:
   - Sets the parameters given in O(parameters) in Grid Engine's scheduler configuration
     (sched_conf(5)); every other parameter keeps its value.
@@ -41,12 +42,6 @@ notes:
   - Run it on the qmaster host or another Grid Engine admin host, as a Grid Engine manager.
   - C(qconf -Msconf) replaces the whole configuration. Another change made between this module's
     read and its write is lost.
-  - In check mode nothing is run that changes the cluster; the result tells what would change.
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
 seealso:
   - module: gridengine.balancer.sge_conf
   - name: Grid Engine sched_conf(5)
@@ -88,21 +83,21 @@ commands:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin import (
-    SgeAdmin,
     SgeAdminError,
     parse_object,
     render_object,
     render_text,
+    run_admin,
 )
+from ansible_collections.gridengine.balancer.plugins.module_utils.results import with_diff
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import sge_argument_spec
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_objects import (
     checked_parameters,
     same,
-    write_text,
 )
 
-# sched_conf keys padded as SoGE writes them (33 columns before the value)
-KEY_WIDTH = 32
+# sched_conf keys padded as qconf -ssconf prints them (34 columns before the value)
+KEY_WIDTH = 33
 
 
 def run(module, admin):
@@ -119,7 +114,7 @@ def run(module, admin):
     if differing:
         obj = dict(current)
         obj.update(differing)
-        write_text(admin, label, "-Msconf", render_object(obj, key_width=KEY_WIDTH))
+        admin.change_with_text(label, "-Msconf", render_object(obj, key_width=KEY_WIDTH))
         if not module.check_mode:
             stored = parse_object(admin.read(label, "qconf", ["-ssconf"]))
             result_parameters = dict((k, stored.get(k, "NONE")) for k in given)
@@ -128,25 +123,20 @@ def run(module, admin):
                     module.warn("%s: %s was given as %r; Grid Engine stored %r. Give it as Grid Engine "
                                 "prints it, or every run changes it again." % (label, key, value, stored.get(key)))
     result = dict(changed=bool(admin.commands), parameters=result_parameters, commands=admin.commands)
-    if module._diff:
-        result["diff"] = dict(before=render_text(dict((k, current[k]) for k in differing)),
-                              after=render_text(differing), before_header=label, after_header=label)
-    return result
+    return with_diff(module, result, render_text(dict((k, current[k]) for k in differing)),
+                     render_text(differing), label)
+
+
+def _check(params):
+    """Refuses bad input (SgeAdminError, naming the option) before anything runs."""
+    checked_parameters(params["parameters"], "parameters")
 
 
 def main():
     argument_spec = dict(parameters=dict(type="dict", required=True))
     argument_spec.update(sge_argument_spec())
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
-    admin = None
-    try:
-        checked_parameters(module.params["parameters"], "parameters")
-        admin = SgeAdmin(module, module.params["sge_root"], module.params["sge_cell"],
-                         module.params["sge_qmaster_port"])
-        result = run(module, admin)
-    except SgeAdminError as exc:
-        module.fail_json(msg=str(exc), commands=admin.commands if admin else [])
-    module.exit_json(**result)
+    run_admin(module, run, _check)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,8 @@ author:
   - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
   - gridengine.balancer.sge
+  - gridengine.balancer.sge.admin
+  - gridengine.balancer.sge.shares
 description:
   - Creates, changes and deletes a Grid Engine user set (access_list(5)), an access list
     (C(ACL)), a department (C(DEPT)) or both, and its entries (users and C(@groups)).
@@ -58,24 +60,10 @@ options:
     type: str
     choices: [add, remove, exact]
     default: add
-  fshare:
-    description:
-      - Functional shares of a department. A new set gets C(0) when not given.
-    type: int
-  oticket:
-    description:
-      - Override tickets of a department. A new set gets C(0) when not given.
-    type: int
 notes:
   - Run it on the qmaster host or another Grid Engine admin host, as a Grid Engine manager or
     operator.
   - Entries are compared exactly (user names are case-sensitive).
-  - In check mode nothing is run that changes the cluster; the result tells what would change.
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
 seealso:
   - module: gridengine.balancer.sge_project
   - module: gridengine.balancer.sge_queue
@@ -131,20 +119,22 @@ commands:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_access import (
+    apply_named,
     check,
+    check_shares,
     entry_error,
     names_value,
     object_error,
     object_text,
-    read_named,
+    shares_spec,
     unique,
 )
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin import (
-    SgeAdmin,
-    SgeAdminError,
+    run_admin,
     same_value,
     split_list,
 )
+from ansible_collections.gridengine.balancer.plugins.module_utils.results import with_diff
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import sge_argument_spec
 
 FIELDS = ("name", "type", "fshare", "oticket", "entries")
@@ -188,47 +178,30 @@ def run(module, admin):
     name = p["name"]
     label = "user set %s" % name
     entries = unique(p["entries"]) if p["entries"] is not None else None
-    before = read_named(admin, label, "-sul", "-su", name)
-    after = before
     wanted = {}
     if p["type"] is not None:
         wanted["type"] = ",".join(sorted(set(p["type"]))) if p["type"] else "ACL"
     for key in ("fshare", "oticket"):
         if p[key] is not None:
             wanted[key] = str(p[key])
-    if p["state"] == "absent":
-        if before is not None:
-            admin.change(label, "qconf", ["-dul", name])
-            after = None
-    elif before is None:
-        after = dict(name=name, type="ACL", fshare="0", oticket="0",
-                     entries=names_value(_wanted_entries([], entries, p["mode"])))
-        after.update(wanted)
-        admin.change_with_file(label, "-Au", after)
-    else:
-        new_entries = _wanted_entries(_entries(before), entries, p["mode"])
-        wanted["entries"] = names_value(new_entries)
-        differs = _differs(before, wanted)
-        if differs:
-            after = dict((k, before.get(k, "NONE")) for k in FIELDS)
-            after["name"] = name
-            after.update(dict((k, wanted[k]) for k in differs))
-            admin.change_with_file(label, "-Mu", after)
-    if admin.commands and not module.check_mode and p["state"] == "present":
-        after = read_named(admin, label, "-sul", "-su", name)
-        if after is None:
-            raise SgeAdminError("%s: not found after qconf reported success" % label)
-    if module.check_mode:
-        changed = bool(admin.commands)
-    else:
-        changed = (before is None) != (after is None) or bool(
-            before and after and _differs(before, dict((k, after.get(k, "NONE")) for k in FIELDS)))
+
+    def wanted_for(current):
+        return dict(wanted, entries=names_value(_wanted_entries(_entries(current), entries, p["mode"])))
+
+    before, after, changed = apply_named(
+        module, admin, label, ("-sul", "-su", "-Au", "-Mu", "-dul"), name,
+        dict(name=name, type="ACL", fshare="0", oticket="0", entries="NONE"), FIELDS,
+        wanted_for, _differs)
     result = dict(changed=changed, userset=after or {}, entries=_entries(after),
                   commands=admin.commands)
-    if module._diff:
-        result["diff"] = dict(before=object_text(before), after=object_text(after),
-                              before_header=label, after_header=label)
-    return result
+    return with_diff(module, result, object_text(before), object_text(after), label)
+
+
+def _check(params):
+    """Refuses bad input (SgeAdminError, naming the option) before anything runs."""
+    check([object_error(params["name"], "name", "user set")]
+          + [entry_error(e, "entries") for e in params["entries"] or []])
+    check_shares(params)
 
 
 def main():
@@ -238,24 +211,11 @@ def main():
         type=dict(type="list", elements="str", choices=["ACL", "DEPT"]),
         entries=dict(type="list", elements="str"),
         mode=dict(type="str", choices=["add", "remove", "exact"], default="add"),
-        fshare=dict(type="int"),
-        oticket=dict(type="int"),
     )
+    argument_spec.update(shares_spec())
     argument_spec.update(sge_argument_spec())
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
-    admin = None
-    try:
-        p = module.params
-        check([object_error(p["name"], "name", "user set")]
-              + [entry_error(e, "entries") for e in p["entries"] or []])
-        for key in ("fshare", "oticket"):
-            if p[key] is not None and p[key] < 0:
-                raise SgeAdminError("%s: %s is negative; Grid Engine takes 0 or more" % (key, p[key]))
-        admin = SgeAdmin(module, p["sge_root"], p["sge_cell"], p["sge_qmaster_port"])
-        result = run(module, admin)
-    except SgeAdminError as exc:
-        module.fail_json(msg=str(exc), commands=admin.commands if admin else [])
-    module.exit_json(**result)
+    run_admin(module, run, _check)
 
 
 if __name__ == "__main__":

@@ -35,20 +35,9 @@ author:
   - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
+  - gridengine.balancer.attributes.no_diff
+  - gridengine.balancer.task_data
 options:
-  data_root:
-    description:
-      - Absolute path of the node's task data root. C(/) and paths with control characters are
-        refused (the module fails naming O(data_root)); nothing outside it is read or written.
-    type: path
-    default: /var/lib/gridengine-balancer/tasks
   job:
     description:
       - Job name. Required unless O(state=clean).
@@ -195,8 +184,7 @@ def run(module):
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
-            data_root=dict(type="path", default="/var/lib/gridengine-balancer/tasks"),
+        argument_spec=td.data_root_spec(
             job=dict(type="str"),
             task=dict(type="str"),
             state=dict(type="str", choices=["packed", "present", "absent", "clean"], default="present"),

@@ -23,20 +23,9 @@ author:
   - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
+  - gridengine.balancer.attributes.no_diff
+  - gridengine.balancer.task_data
 options:
-  data_root:
-    description:
-      - Absolute path of the node's task data root. C(/) and paths with control characters are
-        refused (the module fails naming O(data_root)); nothing outside it is read or written.
-    type: path
-    default: /var/lib/gridengine-balancer/tasks
   checksums:
     description:
       - Also compute each copy's content checksum (sha256 over every file's path, size and bytes).
@@ -133,10 +122,7 @@ from ansible_collections.gridengine.balancer.plugins.module_utils import task_da
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
-            data_root=dict(type="path", default="/var/lib/gridengine-balancer/tasks"),
-            checksums=dict(type="bool", default=False),
-        ),
+        argument_spec=task_data.data_root_spec(checksums=dict(type="bool", default=False)),
         supports_check_mode=True,
     )
     try:

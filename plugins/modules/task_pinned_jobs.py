@@ -30,15 +30,11 @@ author:
   - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - gridengine.balancer.attributes
   - gridengine.balancer.sge
 attributes:
   check_mode:
-    support: full
     details: Reads the jobs and reports what C(qalter) would change, without running it.
-  diff_mode:
-    support: full
-  platform:
-    platforms: posix
 options:
   job:
     description: Job of the task registry (not a Grid Engine job).

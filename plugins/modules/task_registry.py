@@ -32,21 +32,13 @@ author:
   - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
-  platform:
-    platforms: posix
+  - gridengine.balancer.attributes
+  - gridengine.balancer.cluster_file
 options:
-  cluster:
-    description:
-      - Cluster name (letters, digits, V(_), V(.), V(-), starting with a letter or digit); gives the
-        default O(path). One of O(cluster) and O(path) is required.
-    type: str
   path:
-    description: Path of the registry on the target host.
+    description:
+      - Path of the registry on the target host. Overrides the default derived from O(cluster),
+        C(/var/lib/gridengine-balancer/<cluster>/tasks.json).
     type: path
   job:
     description: Job to create, update or remove.
@@ -154,15 +146,14 @@ path:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gridengine.balancer.plugins.module_utils import task_registry as tr
-from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_state import dumps
+from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_state import CLUSTER_OR_PATH, cluster_file_spec, dumps
+from ansible_collections.gridengine.balancer.plugins.module_utils.results import with_diff
 
 
 def main():
     name_spec = dict(job=dict(type="str", required=True), task=dict(type="str", required=True))
     module = AnsibleModule(
-        argument_spec=dict(
-            cluster=dict(type="str"),
-            path=dict(type="path"),
+        argument_spec=cluster_file_spec(
             job=dict(type="str"),
             job_state=dict(type="str", choices=["present", "absent"], default="present"),
             replicas=dict(type="int"),
@@ -175,7 +166,7 @@ def main():
                                                 role=dict(type="str", default="copy"))),
             move_state=dict(type="str", choices=["started", "finished"], default="started"),
         ),
-        required_one_of=[("cluster", "path")],
+        required_one_of=CLUSTER_OR_PATH,
         supports_check_mode=True,
     )
     p = module.params
@@ -206,10 +197,7 @@ def main():
     except (tr.RegistryError, ValueError, OSError) as exc:
         module.fail_json(msg="task registry %s: %s" % (path, exc), path=path)
     result = {"changed": changed, "registry": after, "path": path}
-    if module._diff:
-        result["diff"] = {"before": dumps(before), "after": dumps(after),
-                          "before_header": path, "after_header": path}
-    module.exit_json(**result)
+    module.exit_json(**with_diff(module, result, dumps(before), dumps(after), path))
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ are evaluated with Ansible's own templar on the hostile values; the NFS export l
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import io
 import json
@@ -892,12 +893,25 @@ def test_role_tasks_that_write_files_set_mode_and_owner():
     assert missing == [], "\n".join(missing)
 
 
+def _documentation(module):
+    """A module's DOCUMENTATION followed by that of the collection's doc fragments it extends
+    (an option shared by several modules is documented in a fragment)."""
+    text = module.DOCUMENTATION
+    for name in yaml.safe_load(text).get("extends_documentation_fragment") or []:
+        if name.startswith("gridengine.balancer."):
+            parts = name.split(".")[2:]
+            fragment = importlib.import_module("ansible_collections.gridengine.balancer.plugins.doc_fragments."
+                                               + parts[0]).ModuleDocFragment
+            text += getattr(fragment, parts[1].upper() if len(parts) > 1 else "DOCUMENTATION")
+    return text
+
+
 def test_module_docs_name_the_checks():
-    """The modules whose validation changed say so in their DOCUMENTATION."""
+    """The modules whose validation changed say so in their DOCUMENTATION (or a doc fragment it extends)."""
     for module, text in ((sge_submit, "leading C(-)"), (task_data, "C(/) and paths with control"),
                          (task_registry, "RFC 1123 host names"), (local_node, "is not a node's;"),
                          (sge_exec_host, "complex names"), (ec2_node, "before any API call")):
-        assert text in module.DOCUMENTATION, (module.__name__, text)
+        assert text in _documentation(module), (module.__name__, text)
         yaml.safe_load(module.DOCUMENTATION)
 
 

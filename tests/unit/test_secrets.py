@@ -51,7 +51,9 @@ SENTINEL = "wJalrXUtnFEMI-K7MDENG-bPxRfiCYSENTINEL"
 
 def _argument_specs(path):
     """``{option: {keyword: value}}`` of every ``name=dict(...)`` / ``"name": dict(...)`` in a
-    Python file (the argument specs, also nested ones)."""
+    Python file (the argument specs, also nested ones), also given to a spec builder
+    (``cluster_file_spec(name=dict(...))``, ``en.ec2_argument_spec(...)``: a call whose name
+    ends in ``_spec``)."""
     with open(path, encoding="utf-8") as handle:
         tree = ast.parse(handle.read())
     specs = {}
@@ -64,7 +66,9 @@ def _argument_specs(path):
         return out
 
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict":
+        func = getattr(node, "func", None)
+        name = getattr(func, "id", None) or getattr(func, "attr", None) or ""
+        if isinstance(node, ast.Call) and (name == "dict" or name.endswith("_spec")):
             for kw in node.keywords:
                 if kw.arg and isinstance(kw.value, ast.Call) and getattr(kw.value.func, "id", None) == "dict":
                     specs.setdefault(kw.arg, keywords(kw.value))

@@ -354,8 +354,9 @@ def _decide_validated(snapshot, state, cfg, now, lean=False, hints=None):
     entry point (possibly with ``nodes.*.last_busy`` moved on).  The plan's ``add``, ``remove``,
     ``kill_cluster`` and the ``state`` fields a later decision reads are the same as
     :func:`decide`'s.  ``lean=True`` leaves out what only people read, to save time on large
-    clusters: no ``keep`` items, no ``ignored for growth`` item, ``stats`` is ``None`` and the
-    state's job history is empty (it only feeds the statistics, since every simulated job
+    clusters: no ``keep`` items, no ``ignored for growth`` item, no warning that the previous
+    poll was long ago (the simulator skips the polls that cannot change anything), ``stats`` is
+    ``None`` and the state's job history is empty (it only feeds the statistics, since every simulated job
     carries its ``submit_time``), and no host that left is remembered (``removed``,
     ``recently_removed``: only the naming of new nodes reads them, and the simulator names none).
     tests/unit/plugins/plugin_utils/test_sim_engine.py checks both.
@@ -366,8 +367,11 @@ def _decide_validated(snapshot, state, cfg, now, lean=False, hints=None):
     -> its slots in the balanced queues), ``known_queues``, ``archs`` and ``node_mem`` (as
     ``_queues_and_template`` computes them), and the sets ``busy``, ``unknown`` and ``running``
     (the hosts whose status has ``busy``, ``unknown``, ``jobs`` > 0).  ``status`` may also hold
-    the master's entry.  They must equal what this call would compute;
-    the simulator's tests check every hinted call against an unhinted one.
+    the master's entry.  Optional too: ``names`` (the hosts and the master: the call's node
+    names; then ``status`` holds all of them), ``came`` and ``went`` (the names that joined and
+    left since ``state`` was made) and ``idle`` (the hosts neither busy nor running a job), so
+    that a call with nothing changed costs nothing per host.  They must equal what this call
+    would compute; the simulator's tests check every hinted call against an unhinted one.
     """
     return _Decision(snapshot, state, cfg, now, lean=lean, hints=hints).run()
 
@@ -533,7 +537,7 @@ class _Decision(Census, StarclusterRules, DefaultRules, ParallelclusterRules, Re
                 "%s %s" % (_job_label(j), j["reason"]) for j in self.ignored)})
 
         if self.lean:
-            self.jobs_state = {"pending": {}, "running": {}, "started": [], "finished": []}
+            self.jobs_state = {"pending": {}, "running_since": {}, "started": [], "finished": []}
             stats = None
         else:
             self._history()

@@ -47,16 +47,25 @@ class Census(object):
 
         # Nodes: the execution hosts plus the master.  StarCluster counted the master as a node
         # (len(cluster.nodes)), so min_nodes=1 means "the master alone"; we do the same.
-        self.node_names = set(self.hosts)
-        if self.master is not None:
-            self.node_names.add(self.master)
+        # With hints that carry the set and its changes since the state was written ("names",
+        # "came", "went"), nothing here is proportional to the cluster's size.
+        prev_nodes = prev["nodes"]
+        if hints is not None and "names" in hints and not prev["first_poll"]:
+            self.node_names = hints["names"]  # (the caller's set: only read)
+            self.came, self.went = hints["came"], hints["went"]
+        else:
+            self.node_names = set(self.hosts)
+            if self.master is not None:
+                self.node_names.add(self.master)
+            before = set(prev_nodes)
+            self.came, self.went = self.node_names - before, before - self.node_names
         self.current = len(self.node_names)
 
         # Nodes booting: requested by an earlier plan, not yet seen.  A host that appears for the
         # first time takes the oldest request (and that request's time as its join time).
         booting = list(prev["booting"])
         new_nodes = {}
-        appeared = sorted(self.node_names - set(prev["nodes"])) if not prev["first_poll"] else []
+        appeared = sorted(self.came) if not prev["first_poll"] else []
         for name in appeared:
             # A host that takes a request of an earlier plan is one the balancer launched: it may
             # remove it again. Hosts it did not launch are the site's (see _not_ours).
@@ -78,8 +87,7 @@ class Census(object):
         self.booting = len(self.booting_times)
 
         # per-node records
-        prev_nodes, hosts, host_status = prev["nodes"], self.hosts, self._host_status
-        self.before = set(prev_nodes)
+        hosts, host_status = self.hosts, self._host_status
         if hints is not None:
             self._records_from_hints(hints, new_nodes)
         else:
@@ -119,10 +127,9 @@ class Census(object):
         self.last_change = prev["last_change"]
         self.last_change_reason = prev["last_change_reason"]
         if not prev["first_poll"]:
-            before = self.before
-            if before != self.node_names:
-                came = sorted(self.node_names - before)
-                went = sorted(before - self.node_names)
+            if self.came or self.went:
+                came = sorted(self.came)
+                went = sorted(self.went)
                 text = []
                 if came:
                     text.append("joined: " + ", ".join(came))
@@ -136,7 +143,7 @@ class Census(object):
             if gap < 0:
                 self.warnings.append("now is %s before the previous poll: the qmaster clock went back"
                                      % fmt_duration(-gap))
-            elif gap > 3 * cfg["interval"]:
+            elif gap > 3 * cfg["interval"] and not self.lean:  # (a text for people: lean plans leave it out)
                 self.warnings.append("previous poll was %s ago (interval %s): idle times and job history "
                                      "may have gaps" % (fmt_duration(gap), fmt_duration(cfg["interval"])))
 
@@ -145,17 +152,17 @@ class Census(object):
 
         The same records and status as that loop, but the previous state's ``nodes`` mapping
         and its records are reused and updated in place (the caller of the lean entry point
-        drops the previous state), so only new, departed and busy nodes cost anything.
+        drops the previous state), so only new, departed and busy nodes cost anything.  With
+        ``hints["names"]``, ``hints["status"]`` holds every one of those names.
         """
         now, names = self.now, self.node_names
         self.nodes = nodes = self.prev["nodes"]
-        before = self.before
-        for name in before - names:
+        for name in self.went:
             del nodes[name]
-        for name in names - before:
+        for name in self.came:
             nodes[name] = dict(new_nodes.get(name) or {"first_seen": now, "joined": None, "last_busy": None})
         known = hints["status"]
-        missing = names - known.keys()
+        missing = () if "names" in hints else names - known.keys()
         if missing:
             self.status = status = dict(known)
             for name in missing:

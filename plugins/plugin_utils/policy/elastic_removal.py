@@ -30,7 +30,9 @@ class Removal(object):
         if lean:
             # a node running a job is only a "keep" text, which lean plans leave out
             if self.hints is not None:
-                names = names - self.hints["running"]
+                hints = self.hints
+                # the hosts running nothing: kept by the caller ("idle"), else derived
+                names = set(hints["idle"]) if "idle" in hints else names - hints["running"]
                 if self.master in self.node_names:
                     names.add(self.master)
             else:

@@ -26,11 +26,50 @@ HISTORY_LIMIT = 5000
 PENDING_RECORDS_LIMIT = 2000
 
 
+_LEAN_JOBS = {"pending": {}, "running_since": {}, "started": [], "finished": []}
+
+
+def _read_lean_state(state):
+    """:func:`_read_state` of a state written by the lean entry point (``trusted``): the same
+    result, the types taken as that entry point writes them; None for any other state."""
+    nodes = state.get("nodes")
+    if type(nodes) is not dict or "removed" in state or state.get("jobs") != _LEAN_JOBS:  # pylint: disable=unidiomatic-typecheck
+        return None
+    schema = state.get("schema")
+    unknown = state.get("unknown", {})
+    booting = state.get("booting")
+    if schema != SCHEMA or type(unknown) is not dict or type(booting) is not list:  # pylint: disable=unidiomatic-typecheck
+        return None
+    reason = state.get("last_change_reason")
+    size = state.get("cluster_size")
+    return {
+        "first_poll": False,
+        "last_poll": _num(state.get("last_poll")),
+        "last_change": _num(state.get("last_change")),
+        "last_change_reason": reason if isinstance(reason, str) else None,
+        "cluster_size": size if _is_int(size) else None,
+        "nodes": nodes,
+        "booting": sorted(t for t in (_num(b.get("requested_at")) if isinstance(b, Mapping) else _num(b)
+                                      for b in booting) if t is not None),
+        "pending": {}, "running": {}, "started": [], "finished": [],
+        "launch_failure_known": "last_launch_failure" in state,
+        "last_launch_failure": _num(state.get("last_launch_failure")),
+        "removed": {},
+        "unknown": {str(name): float(since) for name, since in unknown.items() if _num(since) is not None},
+    }
+
+
 def _read_state(state, warnings, trusted=False):
     """Known keys of a state of any schema; unknown keys are ignored, bad values dropped.
 
     ``trusted``: ``state`` comes from :func:`_decide_validated` (node records are read as they are).
     """
+    if trusted and type(state) is dict:  # pylint: disable=unidiomatic-typecheck
+        out = _read_lean_state(state)
+        # (an unreadable last_launch_failure, or an unknown time that is none, warns: the long way)
+        if out is not None and (out["last_launch_failure"] is not None or state.get("last_launch_failure") is None) \
+                and len(out["unknown"]) == len(state.get("unknown", ())):
+            return out
     if not isinstance(state, Mapping):
         if state is not None:
             warnings.append("state: not a mapping (%s); starting with an empty state" % type(state).__name__)
@@ -113,15 +152,52 @@ def _read_state(state, warnings, trusted=False):
             if isinstance(rec, Mapping):
                 out["pending"][str(key)] = {"submit_time": _num(rec.get("submit_time")),
                                             "first_seen": _num(rec.get("first_seen"))}
-    if isinstance(jobs.get("running"), Mapping):
+    if isinstance(jobs.get("running"), Mapping):  # one record per task (states written before running_since)
         for key, start in jobs["running"].items():
             out["running"][str(key)] = _num(start)
+    if isinstance(jobs.get("running_since"), Mapping):  # start time -> the keys of the tasks started then
+        for start, keys in jobs["running_since"].items():
+            if isinstance(keys, str):
+                start = _time_of(start)
+                for key in keys.split():
+                    out["running"][key] = start
     for name in ("started", "finished"):
         if isinstance(jobs.get(name), list):
             for row in jobs[name]:
                 if isinstance(row, (list, tuple)) and len(row) == 3 and _is_number(row[1]) and _is_number(row[2]):
                     out[name].append([str(row[0]), float(row[1]), float(row[2])])
     return out
+
+
+def _time_of(text):
+    """A time written as a mapping key (:func:`_time_key`) -> float, or None if it is not one."""
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _time_key(value):
+    """A time as a mapping key: ``1699999900.0`` -> ``"1699999900"``, ``12.5`` -> ``"12.5"``."""
+    return "%d" % value if value == int(value) else repr(value)
+
+
+def _running_since(running):
+    """``jobs.running_since`` of the state: start time (:func:`_time_key`) -> the keys of the
+    running tasks that started then, sorted and separated by spaces.
+
+    One entry per start time instead of one per task (``jobs.running`` before): tasks of an array
+    job that the scheduler started in the same second share one line, and the time is written once.
+    A task whose start is not known (``None``, only from a state of an older version) or whose key
+    holds a blank is left out: it is then as a task never seen running before, which only matters
+    for the statistics (it makes no ``finished`` row when it ends).
+    """
+    by_start = {}
+    for key, start in running.items():
+        if start is not None and key and key.isprintable() and " " not in key:  # (else not read back as one key)
+            by_start.setdefault(start, []).append(key)
+    return {_time_key(start): " ".join(sorted(keys)) for start, keys in by_start.items()}
 
 
 def _record_order(item):
@@ -201,7 +277,7 @@ class StateHistory(object):
         now, present = self.now, self.node_names
         left = dict(self.prev["removed"])
         if not self.prev["first_poll"]:
-            for name in self.before - present:
+            for name in self.went:
                 left[name] = now
         return {name: min(at, now) for name, at in sorted(left.items())
                 if name not in present and now - min(at, now) < window}
@@ -300,7 +376,7 @@ class StateHistory(object):
                     finished.append([key, end, max(0.0, end - start)])
         self.jobs_state = {
             "pending": pending,
-            "running": running,
+            "running_since": _running_since(running),
             "started": started[-HISTORY_LIMIT:],
             "finished": finished[-HISTORY_LIMIT:],
         }

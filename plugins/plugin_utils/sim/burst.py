@@ -70,22 +70,12 @@ class BurstResult(object):
 def summarize(res):
     waits = sorted(res.waits)
     n = len(waits)
-
-    def pct(q):
-        if not n:
-            return 0.0
-        pos = (n - 1) * q
-        lo = int(math.floor(pos))
-        hi = min(lo + 1, n - 1)
-        return waits[lo] + (waits[hi] - waits[lo]) * (pos - lo)
-
-    lives = [max(0.0, b - a) for a, b in res.lives]
+    node_hours, per_second, hourly = engine.node_hours_and_costs(res.lives)
     return {"kind": res.kind, "jobs": n, "left_out": res.left_out, "sent": res.sent,
-            "cloud_node_hours": sum(lives) / 3600.0,
-            "cloud_cost_per_second": sum(max(60.0, x) for x in lives) / 3600.0 if lives else 0.0,
-            "cloud_cost_hourly": float(sum(max(1, int(math.ceil(x / 3600.0 - 1e-9))) for x in lives)),
+            "cloud_node_hours": node_hours, "cloud_cost_per_second": per_second, "cloud_cost_hourly": hourly,
             "max_cloud_nodes": res.max_cloud, "launches": res.launches,
-            "wait_mean": sum(waits) / n if n else 0.0, "wait_median": pct(0.5), "wait_p95": pct(0.95),
+            "wait_mean": sum(waits) / n if n else 0.0, "wait_median": engine.percentile(waits, 0.5),
+            "wait_p95": engine.percentile(waits, 0.95),
             "decide_calls": res.decide_calls, "route_calls": res.route_calls,
             "kept_by_cost": res.kept_by_cost, "kept_then_sent": res.kept_then_sent}
 
@@ -160,19 +150,6 @@ def fixed_cell(jobs, nodes, slots_per_node, extra=0, kind="home_alone"):
     return res
 
 
-class _Node(object):
-    __slots__ = ("name", "launched", "up", "free", "jobs", "busy_since", "host")
-
-    def __init__(self, name, launched):
-        self.name = name
-        self.launched = launched
-        self.up = False
-        self.free = 0
-        self.jobs = 0
-        self.busy_since = None
-        self.host = None
-
-
 def simulate(jobs, home_nodes, partner_cap, slots_per_node=1, boot_delay=120.0, billing="per_second",
              route_config=None, interval=None, history=1000, reroute=300.0, skip=True, timeline=False):
     """Replay ``jobs`` (swf.Job, submit order) on home + elastic partner; a :class:`BurstResult`."""
@@ -192,7 +169,7 @@ def simulate(jobs, home_nodes, partner_cap, slots_per_node=1, boot_delay=120.0, 
                   int(history), float(reroute), skip, timeline).run()
 
 
-class _Burst(object):
+class _Burst(engine._Clock):  # (the engine's event queue, poll grid and last_busy upkeep)
 
     def __init__(self, jobs, home_nodes, cap, spn, boot_delay, cfg, rcfg, history, reroute, skip, timeline):
         self.spn = spn
@@ -203,7 +180,7 @@ class _Burst(object):
         self.skip = skip
         self.reroute = reroute
         self.keep_timeline = timeline
-        self.interval = float(cfg["interval"])
+        self._start_clock(float(cfg["interval"]))
         home_slots = home_nodes * spn
         self.jobs = [j._replace(submit=j.submit + engine.EPOCH) for j in jobs if j.procs <= home_slots]
         self.res = BurstResult("burst" if rcfg["cost_aware"] else "burst_wait_only")
@@ -215,8 +192,6 @@ class _Burst(object):
         self.history = collections.deque(maxlen=history)
         self.model = None
         self.kept = set()
-        self.events = []
-        self.seq = 0
         # partner
         self.nodes = {}
         self.up = []
@@ -225,26 +200,9 @@ class _Burst(object):
         self.p_running = {}               # idx -> (entry, alloc)
         self.p_free = 0
         self.committed = 0                # partner slots: running + waiting
-        self.counter = 0
-        self.state = None
-        self.last_call = None
         self.p_dirty = False
         self.h_dirty = True
         self.last_route = None
-        self.billed = 0
-
-    # ---- events ------------------------------------------------------------------------------
-    def _push(self, when, kind, payload):
-        self.seq += 1
-        heapq.heappush(self.events, (when, kind, self.seq, payload))
-
-    def _tick_ceil(self, when):
-        k = int(math.ceil((when - self.t0) / self.interval - _EPS))
-        return self.t0 + max(k, 0) * self.interval
-
-    def _last_tick_before(self, when):
-        k = int(math.ceil((when - self.t0) / self.interval - _EPS)) - 1
-        return self.t0 + k * self.interval
 
     # ---- home --------------------------------------------------------------------------------
     def _home_schedule(self, now):
@@ -269,7 +227,7 @@ class _Burst(object):
     def _launch(self, now, count):
         for _i in range(count):
             self.counter += 1
-            node = _Node("cloud%05d" % self.counter, now)
+            node = engine._Node("cloud%05d" % self.counter, self.counter, now)
             self.nodes[node.name] = node
             self.billed += 1
             self.res.launches += 1
@@ -277,26 +235,14 @@ class _Burst(object):
         self.res.max_cloud = max(self.res.max_cloud, self.billed)
 
     def _join(self, node):
-        node.up = True
-        node.free = self.spn
-        node.host = {"arch": "lx-amd64", "num_proc": self.spn, "load_avg": 0.0, "mem_total": None,
-                     "mem_used": None, "slots_total": self.spn, "slots_used": 0, "slots_reserved": 0,
-                     "states": "", "queues": ["all.q"], "running_jobs": 0}
-        self.hosts[node.name] = node.host
-        self.up.append(node)
+        self._node_up(node)
         self.p_free += self.spn
         self.p_dirty = True
 
     def _terminate(self, name, now):
-        node = self.nodes.pop(name)
-        if node.jobs:
-            raise RuntimeError("%s: the plan removed a node that runs %d job(s)" % (name, node.jobs))
+        node = self._node_gone(name, now)
         if node.up:
-            self.up.remove(node)
-            del self.hosts[name]
             self.p_free -= node.free
-        self.billed -= 1
-        self.res.lives.append((node.launched, now))
 
     def _partner_schedule(self, now):
         if not self.p_pending or self.p_free <= 0:
@@ -306,26 +252,9 @@ class _Burst(object):
             if job.procs > self.p_free:
                 continue
             del self.p_pending[idx]
-            need, alloc = job.procs, []
-            for node in self.up:
-                if node.free:
-                    take = min(node.free, need)
-                    node.free -= take
-                    if not node.jobs:
-                        node.busy_since = now
-                    node.jobs += 1
-                    node.host["slots_used"] += take
-                    node.host["load_avg"] = float(node.host["slots_used"])
-                    node.host["running_jobs"] += 1
-                    alloc.append((node, take))
-                    need -= take
-                    if not need:
-                        break
+            alloc = engine.fill_up(self.up, job.procs, now)
             self.p_free -= job.procs
-            entry = {"id": job.id, "task": None, "name": "j%d" % job.id, "owner": "u%d" % job.user,
-                     "project": None, "state": "r", "queue": "all.q", "host": alloc[0][0].name,
-                     "hosts": {n.name: s for n, s in alloc}, "slots": job.procs, "start_time": now}
-            self.p_running[idx] = (entry, alloc)
+            self.p_running[idx] = (engine.running_entry(job, alloc, now), alloc)
             self.res.waits.append(now - job.submit)
             self.res.sent += 1
             self._push(now + job.run, _END_PART, idx)
@@ -336,27 +265,13 @@ class _Burst(object):
     def _partner_end(self, idx, now):
         _entry, alloc = self.p_running.pop(idx)
         job = self.jobs[idx]
-        for node, take in alloc:
-            node.free += take
-            node.jobs -= 1
-            node.host["slots_used"] -= take
-            node.host["load_avg"] = float(node.host["slots_used"])
-            node.host["running_jobs"] -= 1
+        engine.give_back(alloc)
+        for node, _take in alloc:
             if not node.jobs:
                 self._went_idle(node, now)
         self.p_free += job.procs
         self.committed -= job.procs
         self.p_dirty = True
-
-    def _went_idle(self, node, now):
-        """A skipped poll that saw this node busy would have set its last_busy: do it here."""
-        if self.state is None:
-            return
-        tick = self._last_tick_before(now)
-        if tick >= node.busy_since and (self.last_call is None or tick > self.last_call):
-            rec = self.state.get("nodes", {}).get(node.name)
-            if rec is not None and (rec.get("last_busy") is None or rec["last_busy"] < tick):
-                rec["last_busy"] = tick
 
     def _partner_wake(self, cursor):
         """Earliest poll time >= cursor at which decide could change anything (inf: none)."""
@@ -407,6 +322,9 @@ class _Burst(object):
             self.p_dirty = True
 
     # ---- the broker --------------------------------------------------------------------------
+    def _wake(self, cursor):
+        return min(self._partner_wake(cursor), self._route_wake(cursor))
+
     def _route_wake(self, cursor):
         if not self.home.pending or self.committed >= self.cap * self.spn:
             return math.inf
@@ -454,12 +372,7 @@ class _Burst(object):
                 self.res.kept_then_sent += 1
             job = self.jobs[idx]
             self.home.take(idx)
-            self.p_pending[idx] = {
-                "id": job.id, "name": "j%d" % job.id, "owner": "u%d" % job.user, "project": None,
-                "state": "qw", "priority": 0.0, "submit_time": now, "tasks": None, "task_count": 1,
-                "slots": job.procs, "pe": "mpi" if job.procs > 1 else None,
-                "pe_range": str(job.procs) if job.procs > 1 else None, "hard_requests": {},
-                "hard_queues": [], "held": False, "error": False}
+            self.p_pending[idx] = engine.pending_entry(job, now)
             self.committed += job.procs
             self.p_dirty = True
 
@@ -470,55 +383,39 @@ class _Burst(object):
             if not self.res.timeline or self.res.timeline[-1][1:] != point[1:]:
                 self.res.timeline.append(point)
 
+    def _poll_step(self, now):
+        if self._route_wake(now) <= now:
+            self._route(now)
+        if self._partner_wake(now) <= now:
+            self._partner_poll(now)
+        self._partner_schedule(now)
+        self._record(now)
+
+    def _event(self, kind, payload, now):
+        if kind == _END_HOME:
+            self._home_end(payload)
+            return True
+        if kind == _END_PART:
+            self._partner_end(payload, now)
+            return True
+        self._join_event(payload)
+        return False
+
+    def _submit(self, idx):
+        self.home.add(idx, self.jobs[idx])
+        self.h_dirty = True
+
+    def _settle(self, now):
+        self._home_schedule(now)
+        self._partner_schedule(now)
+        self._record(now)
+
     def run(self):
-        jobs, res, events = self.jobs, self.res, self.events
+        jobs, res = self.jobs, self.res
         if not jobs:
             return res
         self.t0 = res.start = jobs[0].submit
-        nxt = 0
-        cursor = self.t0
-        now = self.t0
-        last_end = self.t0
-        while True:
-            first = min(events[0][0] if events else math.inf, jobs[nxt].submit if nxt < len(jobs) else math.inf)
-            if first <= cursor:
-                call_at = math.inf
-            else:
-                wake = min(self._partner_wake(cursor), self._route_wake(cursor))
-                call_at = self._tick_ceil(wake) if wake < math.inf else math.inf
-            if call_at < first:
-                now = call_at
-                if self._route_wake(now) <= now:
-                    self._route(now)
-                if self._partner_wake(now) <= now:
-                    self._partner_poll(now)
-                self._partner_schedule(now)
-                self._record(now)
-                cursor = now + self.interval
-                continue
-            if first == math.inf:
-                break
-            cursor = max(cursor, self._tick_ceil(first))
-            now = first
-            while events and events[0][0] == now:
-                _t, kind, _s, payload = heapq.heappop(events)
-                if kind == _END_HOME:
-                    self._home_end(payload)
-                    last_end = now
-                elif kind == _END_PART:
-                    self._partner_end(payload, now)
-                    last_end = now
-                else:
-                    node = self.nodes.get(payload)
-                    if node is not None:
-                        self._join(node)
-            while nxt < len(jobs) and jobs[nxt].submit == now:
-                self.home.add(nxt, jobs[nxt])
-                self.h_dirty = True
-                nxt += 1
-            self._home_schedule(now)
-            self._partner_schedule(now)
-            self._record(now)
+        now, last_end = self._loop(jobs)
         end = max(now, last_end)
         for name in list(self.nodes):
             self._terminate(name, end)

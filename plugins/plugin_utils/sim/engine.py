@@ -103,27 +103,40 @@ class Result(object):
         self.node_seconds = None          # optimum only: slot-seconds / slots_per_node
 
 
+def percentile(ordered, q):
+    """The ``q`` quantile (0..1) of the sorted list ``ordered``, interpolated; 0.0 when empty."""
+    n = len(ordered)
+    if not n:
+        return 0.0
+    pos = (n - 1) * q
+    lo = int(math.floor(pos))
+    hi = min(lo + 1, n - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def node_hours_and_costs(lives):
+    """(node-hours, per-second cost, hourly cost) of nodes billed over ``lives`` [(from, until)].
+
+    Per-second billing counts at least a minute per node; hourly billing every started hour.
+    """
+    spans = [max(0.0, b - a) for a, b in lives]
+    return (sum(spans) / 3600.0, sum(max(60.0, x) for x in spans) / 3600.0,
+            float(sum(max(1, int(math.ceil(x / 3600.0 - 1e-9))) for x in spans)))
+
+
 def summarize(result, price=1.0):
     """Figures of a run: node-hours, cost under both billings, waits, peaks, churn."""
     waits = sorted(result.waits)
     n = len(waits)
 
     def pct(q):
-        if not n:
-            return 0.0
-        pos = (n - 1) * q
-        lo = int(math.floor(pos))
-        hi = min(lo + 1, n - 1)
-        return waits[lo] + (waits[hi] - waits[lo]) * (pos - lo)
+        return percentile(waits, q)
 
     if result.node_seconds is not None:
         node_hours = result.node_seconds / 3600.0
         per_second = hourly = node_hours
     else:
-        lives = [max(0.0, b - a) for a, b in result.lives]
-        node_hours = sum(lives) / 3600.0
-        per_second = sum(max(60.0, x) for x in lives) / 3600.0
-        hourly = float(sum(max(1, int(math.ceil(x / 3600.0 - 1e-9))) for x in lives))
+        node_hours, per_second, hourly = node_hours_and_costs(result.lives)
     days = max(result.end - result.start, 1.0) / 86400.0
     return {
         "policy": result.policy,
@@ -222,7 +235,185 @@ class _Node(object):
 _END, _BOOT = 0, 1
 
 
-class _Sim(object):
+def host_entry(slots):
+    """The snapshot host entry of a node that joined with ``slots`` slots (idle, ``all.q``)."""
+    return {"arch": "lx-amd64", "num_proc": slots, "load_avg": 0.0, "mem_total": None, "mem_used": None,
+            "slots_total": slots, "slots_used": 0, "slots_reserved": 0, "states": "", "queues": ["all.q"],
+            "running_jobs": 0}
+
+
+def pending_entry(job, submit_time):
+    """The snapshot entry of ``job`` (swf.Job) waiting since ``submit_time``."""
+    return {"id": job.id, "name": "j%d" % job.id, "owner": "u%d" % job.user, "project": None,
+            "state": "qw", "priority": 0.0, "submit_time": submit_time, "tasks": None, "task_count": 1,
+            "slots": job.procs, "pe": "mpi" if job.procs > 1 else None,
+            "pe_range": str(job.procs) if job.procs > 1 else None, "hard_requests": {},
+            "hard_queues": [], "held": False, "error": False}
+
+
+def running_entry(job, alloc, now):
+    """The snapshot entry of ``job`` started at ``now`` on ``alloc`` (:func:`fill_up`)."""
+    return {"id": job.id, "task": None, "name": "j%d" % job.id, "owner": "u%d" % job.user,
+            "project": None, "state": "r", "queue": "all.q", "host": alloc[0][0].name,
+            "hosts": {n.name: s for n, s in alloc}, "slots": job.procs, "start_time": now}
+
+
+def fill_up(up, need, now):
+    """Place a job of ``need`` slots on the nodes ``up`` in join order (``$fill_up``).
+
+    Takes the slots (each node's ``free``, ``jobs``, ``busy_since`` and host entry) and returns
+    ``[(node, slots)]``; the caller made sure the free slots of ``up`` are enough.
+    """
+    alloc = []
+    for node in up:
+        if node.free:
+            take = node.free if node.free < need else need
+            node.free -= take
+            if not node.jobs:
+                node.busy_since = now
+            node.jobs += 1
+            host = node.host
+            host["slots_used"] += take
+            host["load_avg"] = float(host["slots_used"])
+            host["running_jobs"] += 1
+            alloc.append((node, take))
+            need -= take
+            if not need:
+                break
+    return alloc
+
+
+def give_back(alloc):
+    """The slots of a job that ended (``alloc`` from :func:`fill_up`) free again."""
+    for node, take in alloc:
+        node.free += take
+        node.jobs -= 1
+        host = node.host
+        host["slots_used"] -= take
+        host["load_avg"] = float(host["slots_used"])
+        host["running_jobs"] -= 1
+
+
+class _Clock(object):
+    """The event queue and the poll grid of a simulated cell; ``burst._Burst`` shares them.
+
+    Keeps ``events`` (a heap of ``(time, kind, seq, payload)``), ``t0`` (the first poll, set
+    when the run starts), ``interval``, ``state`` (the last plan's state, or None),
+    ``last_call`` (the time of the last ``decide`` call, or None), and the counts of nodes
+    named (``counter``) and billed (``billed``).
+    """
+
+    def _start_clock(self, interval):
+        self.interval = interval
+        self.events = []
+        self.seq = 0
+        self.t0 = None
+        self.state = None
+        self.last_call = None
+        self.counter = 0
+        self.billed = 0
+
+    def _push(self, when, kind, payload):
+        self.seq += 1
+        heapq.heappush(self.events, (when, kind, self.seq, payload))
+
+    def _last_tick_before(self, when):
+        k = int(math.ceil((when - self.t0) / self.interval - _EPS)) - 1
+        return self.t0 + k * self.interval
+
+    def _grid_ceil(self, when):
+        k = int(math.ceil((when - self.t0) / self.interval - _EPS))
+        return self.t0 + max(k, 0) * self.interval
+
+    def _call_at(self, cursor, first, wake):
+        """The poll (on the grid, not before ``cursor``) to run before the next event or submit at
+        ``first``: the grid time at or after ``wake(cursor)``, the earliest time a poll could
+        change anything; inf when the event comes first (it is applied before any poll)."""
+        if first <= cursor:
+            return math.inf
+        when = wake(cursor)
+        return self._grid_ceil(when) if when < math.inf else math.inf
+
+    def _due(self, now):
+        """The ``(kind, payload)`` of the events at ``now``, taken off the queue in order."""
+        events = self.events
+        while events and events[0][0] == now:
+            _when, kind, _seq, payload = heapq.heappop(events)
+            yield kind, payload
+
+    def _loop(self, jobs, polls=True):
+        """Run the events, submits and polls of ``jobs`` (submit order) to the end.
+
+        The cell says what a poll does (``_poll_step``), what an event does (``_event``: True for
+        a job's end), what a submit does (``_submit``) and what follows the events of an
+        instant (``_settle``); events at the same instant come before the submits, both before
+        a poll.  Returns (the last instant, the last job end).
+        """
+        events = self.events
+        nxt = 0            # next job to submit
+        cursor = self.t0   # next poll not yet considered
+        now = last_end = self.t0
+        while True:
+            first = min(events[0][0] if events else math.inf, jobs[nxt].submit if nxt < len(jobs) else math.inf)
+            if polls:
+                call_at = self._call_at(cursor, first, self._wake)
+                if call_at < first:
+                    now = call_at
+                    self._poll_step(now)
+                    cursor = now + self.interval
+                    continue
+                if first == math.inf:
+                    break
+                cursor = max(cursor, self._grid_ceil(first))
+            elif first == math.inf:
+                break
+            now = first
+            for kind, payload in self._due(now):
+                if self._event(kind, payload, now):
+                    last_end = now
+            while nxt < len(jobs) and jobs[nxt].submit == now:
+                self._submit(nxt)
+                nxt += 1
+            self._settle(now)
+        return now, last_end
+
+    def _node_up(self, node):
+        """``node`` joins: ``spn`` free slots, a host entry, last in the placement order."""
+        node.up = True
+        node.free = self.spn
+        node.host = host_entry(self.spn)
+        self.hosts[node.name] = node.host
+        self.up.append(node)
+
+    def _node_gone(self, name, now):
+        """The plan removed ``name`` (launched, running nothing): billed until ``now``; the node."""
+        node = self.nodes.pop(name)
+        if node.jobs:
+            raise RuntimeError("%s: the plan removed a node that runs %d job(s)" % (name, node.jobs))
+        if node.up:
+            self.up.remove(node)
+            del self.hosts[name]
+        self.billed -= 1
+        self.res.lives.append((node.launched, now))
+        return node
+
+    def _join_event(self, name):
+        node = self.nodes.get(name)
+        if node is not None:   # (not removed while it booted)
+            self._join(node)
+
+    def _went_idle(self, node, now):
+        """A skipped poll that saw this node busy would have set its last_busy: do it here."""
+        if self.state is None:
+            return
+        tick = self._last_tick_before(now)
+        if tick >= node.busy_since and (self.last_call is None or tick > self.last_call):
+            rec = self.state.get("nodes", {}).get(node.name)
+            if rec is not None and (rec.get("last_busy") is None or rec["last_busy"] < tick):
+                rec["last_busy"] = tick
+
+
+class _Sim(_Clock):
 
     def __init__(self, jobs, policy, cap, spn, boot_delay, billing, config, skip, timeline, lean=True,
                  hints=False):
@@ -232,9 +423,14 @@ class _Sim(object):
         self.status = {}         # name -> what decide's _host_status gives for the host entry
         self.slots_of = {}       # name -> slots (no queue list in the snapshot: slots_total)
         self.busy = set()        # names of nodes running a job (status busy, jobs > 0)
+        self.idle = set()        # names of nodes up and running no job
+        self.names = {MASTER}    # the hosts and the master: decide's node names
+        self.came = set()        # hosts that joined since the last poll's state was made
+        self.went = set()        # hosts that left since then
         self.hints = {"status": self.status, "slots_of": self.slots_of, "known_queues": (),
                       "archs": (), "node_mem": None, "busy": self.busy, "running": self.busy,
-                      "unknown": frozenset()} if hints else None
+                      "unknown": frozenset(), "idle": self.idle, "names": self.names,
+                      "came": self.came, "went": self.went} if hints else None
         # the master is no execution host: decide's _host_status(master, None)
         self.status[MASTER] = {"busy": False, "unknown": False, "error": False, "jobs": 0, "used": 0,
                                "reserved": 0, "exec_host": False, "load": None, "states": ""}
@@ -247,28 +443,18 @@ class _Sim(object):
         self.jobs = [j._replace(submit=j.submit + EPOCH) for j in jobs if j.procs <= cap * spn]
         self.res = Result(policy, config["billing"] if config else billing, cap, spn)
         self.res.unplaceable = len(jobs) - len(self.jobs)
-        self.interval = float(config["interval"]) if config else 60.0
+        self._start_clock(float(config["interval"]) if config else 60.0)
         self.nodes = {}          # name -> _Node (launched, not yet terminated)
         self.up = []             # nodes that joined, in join order (placement order)
         self.hosts = {}          # snapshot "hosts", kept up to date
         self.pending = {}        # job index -> snapshot entry (dict keeps submit order)
         self.running = {}        # job index -> (snapshot entry, [(node, slots)])
-        self.events = []         # heap of (time, kind, seq, payload)
-        self.seq = 0
-        self.counter = 0
         self.total_free = 0
         self.booting = 0
-        self.state = None
-        self.last_call = None
         self.dirty = True
         self.host_changed = True
-        self.billed = 0
 
     # ---- bookkeeping ---------------------------------------------------------------------
-    def _push(self, when, kind, payload):
-        self.seq += 1
-        heapq.heappush(self.events, (when, kind, self.seq, payload))
-
     def _record(self, now):
         if self.billed > self.res.max_nodes:
             self.res.max_nodes = self.billed
@@ -290,12 +476,7 @@ class _Sim(object):
 
     def _join(self, node):
         self.booting -= 1
-        node.up = True
-        node.free = self.spn
-        node.host = {"arch": "lx-amd64", "num_proc": self.spn, "load_avg": 0.0, "mem_total": None,
-                     "mem_used": None, "slots_total": self.spn, "slots_used": 0, "slots_reserved": 0,
-                     "states": "", "queues": ["all.q"], "running_jobs": 0}
-        self.hosts[node.name] = node.host
+        self._node_up(node)
         # the same dict elastic._Decision._host_status builds from node.host
         node.status = {"busy": False, "jobs": 0, "used": 0, "reserved": 0, "unknown": False, "error": False,
                        "exec_host": True, "load": 0.0, "states": ""}
@@ -304,69 +485,51 @@ class _Sim(object):
         if self.hints is not None:
             self.hints["known_queues"] = ("all.q",)
             self.hints["archs"] = ("lx-amd64",)
-        self.up.append(node)
         self.total_free += self.spn
         self.host_changed = True
+        name = node.name
+        self.names.add(name)
+        self.idle.add(name)
+        if name in self.went:
+            self.went.discard(name)
+        else:
+            self.came.add(name)
 
     def _terminate(self, name, now):
-        node = self.nodes.pop(name)
-        if node.jobs:
-            raise RuntimeError("%s: the plan removed a node that runs %d job(s)" % (name, node.jobs))
+        node = self._node_gone(name, now)
         if node.up:
-            self.up.remove(node)
-            del self.hosts[name]
             del self.status[name]
             del self.slots_of[name]
             if not self.hosts and self.hints is not None:
                 self.hints["known_queues"] = self.hints["archs"] = ()
             self.total_free -= node.free
+            self.names.discard(name)
+            self.idle.discard(name)
+            if name in self.came:
+                self.came.discard(name)
+            else:
+                self.went.add(name)
         else:
             self.booting -= 1
-        self.billed -= 1
-        self.res.lives.append((node.launched, now))
         self.host_changed = True
-
-    def _last_tick_before(self, when):
-        k = int(math.ceil((when - self.t0) / self.interval - _EPS)) - 1
-        return self.t0 + k * self.interval
-
-    def _grid_ceil(self, when):
-        k = int(math.ceil((when - self.t0) / self.interval - _EPS))
-        return self.t0 + max(k, 0) * self.interval
 
     # ---- the scheduler ---------------------------------------------------------------------
     def _start(self, idx, now):
         job = self.jobs[idx]
         del self.pending[idx]
-        need = job.procs
-        alloc = []
-        for node in self.up:
-            if node.free:
-                take = node.free if node.free < need else need
-                node.free -= take
-                if not node.jobs:
-                    node.busy_since = now
-                node.jobs += 1
-                host = node.host
-                host["slots_used"] += take
-                host["load_avg"] = float(host["slots_used"])
-                host["running_jobs"] += 1
-                st = node.status
-                st["jobs"] = node.jobs
-                st["used"] = host["slots_used"]
-                st["load"] = host["load_avg"]
-                st["busy"] = True
+        alloc = fill_up(self.up, job.procs, now)
+        for node, _take in alloc:
+            host = node.host
+            st = node.status
+            st["jobs"] = node.jobs
+            st["used"] = host["slots_used"]
+            st["load"] = host["load_avg"]
+            st["busy"] = True
+            if node.jobs == 1:  # it was idle
+                self.idle.discard(node.name)
                 self.busy.add(node.name)
-                alloc.append((node, take))
-                need -= take
-                if not need:
-                    break
         self.total_free -= job.procs
-        first = alloc[0][0].name
-        run = {"id": job.id, "task": None, "name": "j%d" % job.id, "owner": "u%d" % job.user,
-               "project": None, "state": "r", "queue": "all.q", "host": first,
-               "hosts": {n.name: s for n, s in alloc}, "slots": job.procs, "start_time": now}
-        self.running[idx] = (run, alloc)
+        self.running[idx] = (running_entry(job, alloc, now), alloc)
         self.res.waits.append(now - job.submit)
         self._push(now + job.run, _END, idx)
 
@@ -380,14 +543,10 @@ class _Sim(object):
                     break
 
     def _end(self, idx, now):
-        run, alloc = self.running.pop(idx)
-        for node, take in alloc:
-            node.free += take
-            node.jobs -= 1
+        _run, alloc = self.running.pop(idx)
+        give_back(alloc)
+        for node, _take in alloc:
             host = node.host
-            host["slots_used"] -= take
-            host["load_avg"] = float(host["slots_used"])
-            host["running_jobs"] -= 1
             st = node.status
             st["jobs"] = node.jobs
             st["used"] = host["slots_used"]
@@ -396,29 +555,15 @@ class _Sim(object):
             if not st["busy"]:
                 self.busy.discard(node.name)
             if not node.jobs:
+                self.idle.add(node.name)
                 self._went_idle(node, now)
             if node.name not in self.nodes:
                 raise RuntimeError("job ended on a terminated node")
         self.total_free += self.jobs[idx].procs
 
-    def _went_idle(self, node, now):
-        """A skipped poll that saw this node busy would have set its last_busy: do it here."""
-        if self.state is None:
-            return
-        tick = self._last_tick_before(now)
-        if tick >= node.busy_since and (self.last_call is None or tick > self.last_call):
-            rec = self.state.get("nodes", {}).get(node.name)
-            if rec is not None and (rec.get("last_busy") is None or rec["last_busy"] < tick):
-                rec["last_busy"] = tick
-
     def _submit(self, idx):
         job = self.jobs[idx]
-        self.pending[idx] = {
-            "id": job.id, "name": "j%d" % job.id, "owner": "u%d" % job.user, "project": None,
-            "state": "qw", "priority": 0.0, "submit_time": job.submit, "tasks": None, "task_count": 1,
-            "slots": job.procs, "pe": "mpi" if job.procs > 1 else None,
-            "pe_range": str(job.procs) if job.procs > 1 else None, "hard_requests": {},
-            "hard_queues": [], "held": False, "error": False}
+        self.pending[idx] = pending_entry(job, job.submit)
 
     # ---- the balancer -----------------------------------------------------------------------
     def _wake(self, cursor):
@@ -549,6 +694,8 @@ class _Sim(object):
                 nodes[name] = {"first_seen": now, "joined": now, "last_busy": None}
         for name in self.busy:            # (no host is ever "unknown" here)
             nodes[name]["last_busy"] = now
+        self.came.clear()
+        self.went.clear()
         text = []
         if came:
             text.append("joined: " + ", ".join(came))
@@ -559,7 +706,7 @@ class _Sim(object):
             "last_change_reason": "hosts changed (%s)" % "; ".join(text),
             "cluster_size": st["cluster_size"], "nodes": nodes,
             "booting": [{"requested_at": t} for t in booting if now - t <= cfg["boot_timeout"]],
-            "jobs": {"pending": {}, "running": {}, "started": [], "finished": []}}
+            "jobs": {"pending": {}, "running_since": {}, "started": [], "finished": []}}
         return True
 
     def _poll(self, now):
@@ -578,6 +725,8 @@ class _Sim(object):
             plan = elastic.decide(snapshot, state, self.cfg, now)
         self.res.decide_calls += 1
         self.state = plan["state"]
+        self.came.clear()
+        self.went.clear()
         self.last_call = now
         self.host_changed = False
         self.dirty = False
@@ -592,6 +741,23 @@ class _Sim(object):
             self._launch(now, plan["add"], self.boot_delay)
 
     # ---- main loop -----------------------------------------------------------------------
+    def _poll_step(self, now):
+        self._poll(now)
+        self._schedule(now)
+        self._record(now)
+
+    def _event(self, kind, payload, now):
+        if kind == _END:
+            self._end(payload, now)
+            return True
+        self._join_event(payload)
+        return False
+
+    def _settle(self, now):
+        self._schedule(now)
+        self.dirty = True
+        self._record(now)
+
     def run(self):
         jobs = self.jobs
         res = self.res
@@ -601,50 +767,8 @@ class _Sim(object):
         res.start = self.t0
         if self.policy == "static":
             self._launch(self.t0, self.cap, 0.0)
-        nxt = 0            # next job to submit
-        cursor = self.t0   # next poll not yet considered
-        now = self.t0
-        last_job_end = self.t0
-        events = self.events
         decide = self.policy in DECIDE_POLICIES
-        while True:
-            event_at = events[0][0] if events else math.inf
-            submit_at = jobs[nxt].submit if nxt < len(jobs) else math.inf
-            first = min(event_at, submit_at)
-            if decide:
-                if first <= cursor:
-                    call_at = math.inf
-                else:
-                    wake = self._wake(cursor)
-                    call_at = self._grid_ceil(wake) if wake < math.inf else math.inf
-                if call_at < first:
-                    now = call_at
-                    self._poll(now)
-                    self._schedule(now)
-                    self._record(now)
-                    cursor = now + self.interval
-                    continue
-                if first == math.inf:
-                    break
-                cursor = max(cursor, self._grid_ceil(first))
-            elif first == math.inf:
-                break
-            now = first
-            while events and events[0][0] == now:
-                _when, kind, _seq, payload = heapq.heappop(events)
-                if kind == _END:
-                    self._end(payload, now)
-                    last_job_end = now
-                else:
-                    node = self.nodes.get(payload)
-                    if node is not None:
-                        self._join(node)
-            while nxt < len(jobs) and jobs[nxt].submit == now:
-                self._submit(nxt)
-                nxt += 1
-            self._schedule(now)
-            self.dirty = True
-            self._record(now)
+        now, last_job_end = self._loop(jobs, polls=decide)
         end = max(now, last_job_end)
         for name in list(self.nodes):
             self._terminate(name, last_job_end if self.policy == "static" else end)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+from unittest.mock import MagicMock
 
 import pytest
 
@@ -153,3 +154,25 @@ def test_corrupt_state_in_check_mode_says_it_would_be_moved_and_moves_nothing(tm
 def test_intact_state_gives_no_state_warning(tmp_path):
     res = action.run_reconcile(args(tmp_path, exec_hosts=['vm']), real_state_module)
     assert 'state_corrupt' not in res and 'warnings' not in res
+
+
+def test_action_module_run_reads_the_state_through_balancer_state(tmp_path):
+    """ActionModule (elastic_plan.StateAction): arguments validated, the core run with an
+    execute_state that calls balancer_state on the task's host."""
+    task = MagicMock()
+    task.args = {"cluster": "c", "mode": "status", "state_path": str(tmp_path / "r.json")}
+    task.async_val = 0
+    task.check_mode = False
+    task.diff = False
+    task.action = "gridengine.balancer.reconcile_plan"
+    plugin = action.ActionModule(task, MagicMock(), MagicMock(), loader=None, templar=None, shared_loader_obj=None)
+    seen = []
+
+    def execute_module(module_name=None, module_args=None, task_vars=None, **kw):
+        seen.append((module_name, module_args))
+        return {"content": {}, "changed": False}
+
+    plugin._execute_module = execute_module
+    res = plugin.run(task_vars={})
+    assert seen == [("gridengine.balancer.balancer_state", {"path": str(tmp_path / "r.json"), "state": "read"})]
+    assert res["changed"] is False and "backoff" in res

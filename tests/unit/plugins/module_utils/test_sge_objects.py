@@ -4,9 +4,9 @@
 """module_utils/sge_objects.py on its own (standard library and pytest only, so
 scripts/unit_nodes_python.sh runs it under the nodes' /usr/bin/python3 as well).
 
-The complex list is the Debian package's (tests/unit/fixtures/qconf/package/centry/, NOT a qconf
-capture: PROVENANCE-objects.md) laid out in qconf -sc's columns here, independently of the
-module's renderer."""
+The complex list is the real ``qconf -sc`` of the local cluster
+(tests/unit/fixtures/qconf/captured_objects/qconf_sc.txt, written by
+tests/capture/capture_qconf_objects.py: PROVENANCE-objects.md)."""
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
@@ -24,32 +24,18 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.sge_objects im
     render_complexes,
 )
 
-CENTRY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "fixtures", "qconf", "package", "centry")
-COLUMNS = ("name", "shortcut", "type", "relop", "requestable", "consumable", "default", "urgency")
-HEADER = ("#name               shortcut   type        relop requestable consumable default  urgency \n"
-          "#----------------------------------------------------------------------------------------\n")
-FOOTER = "# >#< starts a comment but comments are not saved across edits --------\n"
-
-
-def _entry(name):
-    values = {}
-    with open(os.path.join(CENTRY, name)) as handle:
-        for line in handle:
-            if line.strip() and not line.startswith("#"):
-                key, value = line.split(None, 1)
-                values[key] = value.strip()
-    return values
+SC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "fixtures", "qconf", "captured_objects",
+                  "qconf_sc.txt")
 
 
 def _sc():
-    lines = ["%-19s %-10s %-11s %-5s %-11s %-10s %-8s %s\n" % tuple(_entry(n)[c] for c in COLUMNS)
-             for n in sorted(os.listdir(CENTRY))]
-    return HEADER + "".join(lines) + FOOTER
+    with open(SC) as handle:
+        return handle.read()
 
 
-def test_the_package_list_is_read_whole():
+def test_the_captured_list_is_read_whole():
     entries = parse_complexes(_sc())
-    assert len(entries) == len(os.listdir(CENTRY)) == 51
+    assert len(entries) == len([ln for ln in _sc().splitlines() if not ln.startswith("#")]) == 52
     assert entries["slots"] == {"shortcut": "s", "type": "INT", "relop": "<=", "requestable": "YES",
                                 "consumable": "YES", "default": "1", "urgency": "1000", "extra": []}
     assert list(entries)[:2] == ["arch", "calendar"]

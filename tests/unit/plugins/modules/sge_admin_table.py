@@ -10,8 +10,14 @@ run in order (argv, with ``qconf``/``qmod``/... for the binary), what each retur
 
 Case keys:
   id, args, check_mode (bool), diff (bool, default true)
-  commands: list of {argv, rc=0, out="" | out_file + out_replace, err="",
-                     file | file_fixture + file_replace}
+  commands: list of {argv, rc=0, out="" | out_file + out_replace, err="" | err_replace,
+                     capture, file | file_fixture + file_replace}
+      ``capture`` names what Grid Engine answered to the same command on the real cluster,
+      instead of ``rc``/``out``/``err``: ``captured_access/NAME`` (the ``NAME.rc``, ``.out``
+      and ``.err`` files of tests/capture/capture_access.py) or ``captured_objects/meta.json#KEY``
+      (an answer recorded by tests/capture/capture_qconf_objects.py); the command the capture
+      ran must be the case's ``argv`` (a ``{file}`` stands for the capture's temporary file).
+      ``out_replace``/``err_replace`` apply on top, where a case needs a variant.
       ``{file}`` in argv is the temporary object file; ``file`` is its expected content, or
       ``file_fixture`` names a fixture whose text it must be (after the ``file_replace``
       substitutions); checked while the command runs, together with mode 0600; the file must
@@ -30,6 +36,7 @@ changes the cluster may run.
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import json
 import os
 import shutil
 import stat
@@ -69,6 +76,36 @@ def load_cases(test_file):
 def fixture(name):
     with open(os.path.join(FIXTURES, name)) as handle:
         return handle.read()
+
+
+def _captured_argv(name):
+    """argv the capture program recorded for ``name`` (see ``capture`` above)."""
+    if "#" in name:
+        path, key = name.split("#", 1)
+        with open(os.path.join(FIXTURES, path)) as handle:
+            return json.load(handle)["answers"][key]["argv"]
+    directory, base = os.path.split(name)
+    with open(os.path.join(FIXTURES, directory, "meta.json")) as handle:
+        commands = json.load(handle)["commands"]
+    found = [c for c in commands if c["name"] == base]
+    assert len(found) == 1, "%s is not one command of %s/meta.json" % (name, directory)
+    return found[0]["argv"]
+
+
+def captured(name):
+    """(rc, out, err) Grid Engine answered on the real cluster (see ``capture`` above)."""
+    if "#" in name:
+        path, key = name.split("#", 1)
+        with open(os.path.join(FIXTURES, path)) as handle:
+            answer = json.load(handle)["answers"][key]
+        return answer["rc"], answer["stdout"], answer["stderr"]
+    return int(fixture(name + ".rc")), fixture(name + ".out"), fixture(name + ".err")
+
+
+def _check_capture_argv(index, name, want):
+    got = _captured_argv(name)
+    same = len(got) == len(want) and all(w == FILE or g == w for g, w in zip(got, want))
+    assert same, "command #%d: capture %s ran %r, not %r" % (index + 1, name, got, want)
 
 
 def expected_file(exp):
@@ -134,15 +171,26 @@ class FakeRunner(object):
             else:
                 assert got == expected_arg, "command #%d: %r != %r" % (index + 1, actual, want)
         self.clock[0] += self.step
-        out = fixture(exp["out_file"]) if "out_file" in exp else exp.get("out", "")
+        if "capture" in exp:
+            assert not set(exp) & {"rc", "out", "out_file", "err"}, (
+                "command #%d: capture %s with its own rc/out/err" % (index + 1, exp["capture"]))
+            _check_capture_argv(index, exp["capture"], want)
+            rc, out, err = captured(exp["capture"])
+        else:
+            rc = exp.get("rc", 0)
+            out = fixture(exp["out_file"]) if "out_file" in exp else exp.get("out", "")
+            err = exp.get("err", "")
+        source = exp.get("capture") or exp.get("out_file")
         for old, new in (exp.get("out_replace") or {}).items():
-            assert old in out, "%r not in %s" % (old, exp.get("out_file"))
+            assert old in out, "%r not in %s" % (old, source)
             out = out.replace(old, new)
-        err = exp.get("err", "")
+        for old, new in (exp.get("err_replace") or {}).items():
+            assert old in err, "%r not in the stderr of %s" % (old, source)
+            err = err.replace(old, new)
         if kwargs.get("encoding", "utf-8") is None:
             out = out.encode("utf-8")
             err = err.encode("utf-8")
-        return exp.get("rc", 0), out, err
+        return rc, out, err
 
 
 def run_case(module, case, monkeypatch):

@@ -18,7 +18,9 @@ def _spec_keywords(path, option):
     with open(path, encoding="utf-8") as handle:
         tree = ast.parse(handle.read())
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "dict":
+        # dict(...) or the spec builder ec2_nodes.ec2_argument_spec(...)
+        if isinstance(node, ast.Call) and (getattr(node.func, "id", None) == "dict"
+                                           or getattr(node.func, "attr", None) == "ec2_argument_spec"):
             for kw in node.keywords:
                 if kw.arg == option and isinstance(kw.value, ast.Call):
                     return {k.arg: getattr(k.value, "value", None) for k in kw.value.keywords}

@@ -9,7 +9,6 @@ __metaclass__ = type
 import pytest
 
 from ansible_collections.gridengine.balancer.plugins.modules import sge_conf
-from ansible_collections.gridengine.balancer.tests.unit.plugins.modules import sge_objects_standin
 from ansible_collections.gridengine.balancer.tests.unit.plugins.modules.sge_admin_table import (
     load_cases,
     run_case,
@@ -20,5 +19,4 @@ CASES = load_cases(__file__)
 
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
 def test_sge_conf(case, monkeypatch):
-    sge_objects_standin.install(monkeypatch)
     run_case(sge_conf, case, monkeypatch)

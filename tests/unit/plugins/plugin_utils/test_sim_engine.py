@@ -260,6 +260,12 @@ def test_hinted_lean_decide_equals_unhinted_on_every_poll(policy, billing, skip,
             assert check.slots_of == hints["slots_of"]
             assert (check.known_queues, check.archs, check.node_mem) == \
                 (set(hints["known_queues"]), set(hints["archs"]), hints["node_mem"])
+            # the node names and their changes since the state was made, the hosts running nothing
+            assert hints["names"] == check.node_names
+            assert hints["idle"] == set(snapshot["hosts"]) - hints["busy"]
+            if isinstance(state.get("nodes"), dict):
+                assert hints["came"] == check.node_names - set(state["nodes"])
+                assert hints["went"] == set(state["nodes"]) - check.node_names
         plan = real(snapshot, state, cfg, now, lean=lean, hints=hints)
         assert plan == plain
         calls.append(hints is not None)
@@ -312,3 +318,28 @@ def test_emulated_join_polls_equal_a_real_decide_call(policy, billing, seed, mon
     assert checked and fast.emulated == len(checked)
     assert (fast.lives, fast.waits, fast.timeline, fast.scale_events) == \
         (slow.lives, slow.waits, slow.timeline, slow.scale_events)
+
+
+@pytest.mark.parametrize("policy, billing", [("default", "per_second"), ("default", "hourly"),
+                                             ("starcluster", "hourly"), ("parallelcluster", "per_second")])
+def test_lean_state_read_fast_equals_the_long_way(policy, billing, monkeypatch):
+    """elastic_state._read_lean_state gives what _read_state's checks give, for every state of a run."""
+    from ansible_collections.gridengine.balancer.plugins.plugin_utils.policy import elastic_state
+
+    class Plain(dict):
+        """(not a dict by type: _read_state takes the long way)"""
+
+    real = elastic_state._read_state
+    fast = []
+
+    def both(state, warnings, trusted=False):
+        out = real(state, warnings, trusted=trusted)
+        if trusted and isinstance(state, dict) and state:
+            long_way = real(Plain(state), [], trusted=True)
+            assert out == long_way
+            fast.append(elastic_state._read_lean_state(state) is not None)
+        return out
+
+    monkeypatch.setattr(elastic, "_read_state", both)
+    engine.simulate(_random_trace(11), policy, cap=6, slots_per_node=2, billing=billing)
+    assert fast and all(fast)
