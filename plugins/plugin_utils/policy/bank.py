@@ -277,7 +277,7 @@ def _check_rows(rows):
 
 def bank_round(alloc, usage, desired, accounts=None, capacity=None, c=2.0, floor=1.0,
                temporal="none", profile="default", passes=None, group=None, wants=None,
-               cap_reward=True):
+               cap_reward=True, waiting=None):
     """One allocation round; returns ``(new_alloc N x S, accounts, needy N x S bool)``.
 
     ``desired`` is in percent of the total capacity (S values, or G x S with ``group``: one
@@ -287,7 +287,11 @@ def bank_round(alloc, usage, desired, accounts=None, capacity=None, c=2.0, floor
     whatever their usage (see the module docstring). ``cap_reward`` (default profile): step 5
     rewards at most what brings a class to its target. False pays the account out above the
     target (temporal compensation: ``t + s`` tickets in a later round), and the repeated step 3
-    of the default profile then aims at the target plus what was paid.
+    of the default profile then aims at the target plus what was paid. ``waiting`` (N x S bool,
+    default profile): entries where the class has work waiting; they count and are needy even
+    where the class used nothing yet (a class that has just come back: without this its
+    shortfall and its account would have no entry to go to, and step 6 would take back what
+    step 5 paid).
     """
     require_numpy()
     if profile not in PROFILES:
@@ -349,11 +353,21 @@ def bank_round(alloc, usage, desired, accounts=None, capacity=None, c=2.0, floor
                             % (n, s, wants.shape))
         needy |= (wants if groups.perm is None else wants[groups.perm]).T
     literal = profile == "paper"
+    waiting_t = None
+    if waiting is not None and not literal:
+        waiting = np.asarray(waiting, dtype=bool)
+        if waiting.shape != (n, s):
+            raise BankError("waiting: expected %d x %d booleans, got shape %s"
+                            % (n, s, waiting.shape))
+        waiting_t = (waiting if groups.perm is None else waiting[groups.perm]).T
+        needy |= waiting_t
     if literal:
         counted = None
         weights = np.multiply(needy, cap, out=scratch[3])
     else:
         counted_b = usage_t > 0
+        if waiting_t is not None:
+            counted_b |= waiting_t          # work waiting: not an idle floor
         counted = scratch[2]
         np.copyto(counted, counted_b)
         counted_b &= needy
@@ -600,13 +614,14 @@ def _host_groups(hostgroups, hosts):
     return live, np.array([idx[where.get(h, OTHER_GROUP)] for h in hosts], dtype=np.intp), failed
 
 
-def _allocate(prev, use, rows, acc, profile, temporal, allocation, group=None, wants=None):
+def _allocate(prev, use, rows, acc, profile, temporal, allocation, group=None, wants=None,
+              waiting=None):
     """One manager level: bank (grouped) or cluster reserves (one LP pair per manager)."""
     if allocation == "bank":
         return bank_round(prev, use, rows if group is not None else rows[0],
                           acc if group is not None else acc[0], temporal=temporal,
                           profile=profile, group=group, wants=wants,
-                          cap_reward=temporal == "none")[:2]
+                          cap_reward=temporal == "none", waiting=waiting)[:2]
     from ansible_collections.gridengine.balancer.plugins.plugin_utils.policy import reserves
     new = np.zeros_like(prev)
     index = np.zeros(prev.shape[0], dtype=np.intp) if group is None else group
@@ -749,14 +764,14 @@ def plan_slots(snapshot, desired, previous=None, accounts=None, profile="default
         rows *= 100.0 / rows.sum(axis=1, keepdims=True)
         ent = rows / 100.0 * cap_g[:, None]
         new, acc_g = _allocate(prev_p, use_p, rows, np.clip(acc_groups, -ent, ent), profile, keep,
-                               allocation, group=group)
+                               allocation, group=group, waiting=wait_h)
         acc_g = np.clip(acc_g, -ent, ent)
         acc_top = np.clip(acc_top, -d * cap_g.sum() / 100.0, d * cap_g.sum() / 100.0)
     else:
         acc_in = _account_rows(accounts, ["cluster"], projects)
         ent = entitlement
         new, acc_top = _allocate(prev_p, use_p, d[None, :], np.clip(acc_in, -ent, ent), profile,
-                                 keep, allocation)
+                                 keep, allocation, waiting=wait_h)
         acc_top = np.clip(acc_top, -ent[0], ent[0])
         acc_g = acc_top[None, :]
         rows = d[None, :]
