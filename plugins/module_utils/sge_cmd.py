@@ -71,21 +71,23 @@ def location_error(sge_root, sge_cell):
     return None
 
 
-def sge_argument_spec():
+def sge_argument_spec(**options):
     """The options every Grid Engine module shares, written once: which installation, cell and
-    qmaster it talks to.
+    qmaster it talks to, after the module's own ``options``.
 
     Their documentation is the doc fragment ``gridengine.balancer.sge``
     (``plugins/doc_fragments/sge.py``), and ``meta/runtime.yml`` lists every module that uses
     them in the action group ``sge``, so a play sets them once with ``module_defaults:
-    group/gridengine.balancer.sge``. A module adds them to its own spec:
-    ``argument_spec.update(sge_argument_spec())``; ``sge_options_error`` checks their values.
+    group/gridengine.balancer.sge``. A module builds its spec with them:
+    ``sge_argument_spec(name=dict(...), ...)``; ``sge_options_error`` checks their values.
     """
-    return dict(
+    spec = dict(options)
+    spec.update(
         sge_root=dict(type="path", default=DEFAULT_SGE_ROOT),
         sge_cell=dict(type="str", default=DEFAULT_SGE_CELL),
         sge_qmaster_port=dict(type="int"),
     )
+    return spec
 
 
 def sge_options_error(sge_root, sge_cell, sge_qmaster_port):

@@ -283,7 +283,7 @@ def _check(params):
 
 
 def main():
-    argument_spec = dict(
+    argument_spec = sge_argument_spec(
         attributes=dict(type="list", elements="dict", required=True, options=dict(
             name=dict(type="str", required=True),
             state=dict(type="str", choices=["present", "absent"], default="present"),
@@ -296,7 +296,6 @@ def main():
             urgency=dict(type="raw"),
         )),
     )
-    argument_spec.update(sge_argument_spec())
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     run_admin(module, run, _check)
 

@@ -242,12 +242,11 @@ def run(module, admin):
 
 
 def main():
-    argument_spec = dict(
+    argument_spec = sge_argument_spec(
         host=dict(type="str"),
         parameters=dict(type="dict"),
         state=dict(type="str", choices=["present", "absent"], default="present"),
     )
-    argument_spec.update(sge_argument_spec())
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     run_admin(module, run, _check)
 

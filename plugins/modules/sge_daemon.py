@@ -170,12 +170,11 @@ def _check(params):
 
 
 def main():
-    argument_spec = dict(
+    argument_spec = sge_argument_spec(
         daemon=dict(type="str", choices=["execd", "qmaster"], required=True),
         host=dict(type="str"),
         state=dict(type="str", choices=["stopped"], default="stopped"),
     )
-    argument_spec.update(sge_argument_spec())
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True,
                            required_if=[("daemon", "execd", ["host"])])
     run_admin(module, run, _check)

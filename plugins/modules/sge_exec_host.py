@@ -540,7 +540,7 @@ def _check(params):
 
 
 def main():
-    argument_spec = dict(
+    argument_spec = sge_argument_spec(
         name=dict(type="str", required=True),
         state=dict(type="str", choices=["present", "absent"], default="present"),
         admin_host=dict(type="bool", default=True),
@@ -551,7 +551,6 @@ def main():
         force=dict(type="bool", default=False),
         resolve_timeout=dict(type="int", default=90),
     )
-    argument_spec.update(sge_argument_spec())
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     run_admin(module, run, _check)
 

@@ -175,13 +175,12 @@ def _check(params):
 
 
 def main():
-    argument_spec = dict(
+    argument_spec = sge_argument_spec(
         list=dict(type="str", choices=["admin", "submit"], required=True),
         host=dict(type="list", elements="str", required=True, aliases=["hosts", "name"]),
         state=dict(type="str", choices=["present", "absent"], default="present"),
         resolve_timeout=dict(type="int", default=90),
     )
-    argument_spec.update(sge_argument_spec())
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     run_admin(module, run, _check)
 

@@ -260,13 +260,12 @@ def _check(params):
 
 
 def main():
-    argument_spec = dict(
+    argument_spec = sge_argument_spec(
         name=dict(type="str", required=True),
         hosts=dict(type="list", elements="str"),
         mode=dict(type="str", choices=["add", "remove", "exact"], default="add"),
         state=dict(type="str", choices=["present", "absent"], default="present"),
     )
-    argument_spec.update(sge_argument_spec())
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True,
                            required_if=[("mode", "exact", ["hosts"])])
     run_admin(module, run, _check)

@@ -140,12 +140,11 @@ def _check(params):
 
 
 def main():
-    argument_spec = dict(
+    argument_spec = sge_argument_spec(
         role=dict(type="str", choices=["manager", "operator"], default="manager"),
         users=dict(type="list", elements="str", required=True, aliases=["user", "name"]),
         state=dict(type="str", choices=["present", "absent"], default="present"),
     )
-    argument_spec.update(sge_argument_spec())
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     run_admin(module, run, _check)
 

@@ -160,14 +160,13 @@ def _check(params):
 
 
 def main():
-    argument_spec = dict(
+    argument_spec = sge_argument_spec(
         name=dict(type="str", required=True),
         state=dict(type="str", choices=["present", "absent"], default="present"),
         acl=dict(type="list", elements="str"),
         xacl=dict(type="list", elements="str"),
     )
     argument_spec.update(shares_spec())
-    argument_spec.update(sge_argument_spec())
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     run_admin(module, run, _check)
 

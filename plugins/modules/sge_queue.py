@@ -318,14 +318,13 @@ def _check(params):
 
 
 def main():
-    argument_spec = dict(
+    argument_spec = sge_argument_spec(
         name=dict(type="str", required=True),
         state=dict(type="str", choices=["present", "absent"], default="present"),
         attributes=dict(type="dict", default={}),
         instance_state=dict(type="str", choices=["enabled", "disabled"]),
         hosts=dict(type="list", elements="str"),
     )
-    argument_spec.update(sge_argument_spec())
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True,
                            required_by=dict(hosts="instance_state"))
     run_admin(module, run, _check)

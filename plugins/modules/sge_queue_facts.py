@@ -428,13 +428,12 @@ def _parse(parser, what, *args, **kwargs):
 
 
 def main():
-    argument_spec = dict(
+    argument_spec = sge_argument_spec(
         lookback_window=dict(type="int"),
         queues=dict(type="list", elements="str"),
         command_timeout=dict(type="int", default=120),
         projects=dict(type="bool", default=False),
     )
-    argument_spec.update(sge_argument_spec())
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     msg = sge_options_error(module.params["sge_root"], module.params["sge_cell"],
                             module.params["sge_qmaster_port"])

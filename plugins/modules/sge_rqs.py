@@ -208,7 +208,7 @@ def _check(params):
 
 
 def main():
-    argument_spec = dict(
+    argument_spec = sge_argument_spec(
         name=dict(type="str", required=True),
         limits=dict(type="list", elements="dict", options=dict(
             project=dict(type="str", required=True),
@@ -219,7 +219,6 @@ def main():
         enabled=dict(type="bool", default=True),
         state=dict(type="str", choices=["present", "absent"], default="present"),
     )
-    argument_spec.update(sge_argument_spec())
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True,
                            required_if=[("state", "present", ["limits"])])
     run_admin(module, run, _check)

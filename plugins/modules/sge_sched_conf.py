@@ -133,8 +133,7 @@ def _check(params):
 
 
 def main():
-    argument_spec = dict(parameters=dict(type="dict", required=True))
-    argument_spec.update(sge_argument_spec())
+    argument_spec = sge_argument_spec(parameters=dict(type="dict", required=True))
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     run_admin(module, run, _check)
 

@@ -208,7 +208,7 @@ def run(module):
 
 
 def main():
-    argument_spec = dict(
+    argument_spec = sge_argument_spec(
         script=dict(type="str", required=True),
         args=dict(type="list", elements="str", default=[]),
         name=dict(type="str"),
@@ -219,7 +219,6 @@ def main():
         stdout_path=dict(type="str"),
         stderr_path=dict(type="str"),
     )
-    argument_spec.update(sge_argument_spec())
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     try:
         result = run(module)

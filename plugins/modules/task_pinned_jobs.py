@@ -163,7 +163,7 @@ def _check(module):
 
 
 def main():
-    argument_spec = dict(
+    argument_spec = sge_argument_spec(
         job=dict(type="str", required=True),
         task=dict(type="str", required=True),
         source=dict(type="str", required=True),
@@ -172,7 +172,6 @@ def main():
         owners=dict(type="list", elements="str", default=[]),
         command_timeout=dict(type="int", default=120),
     )
-    argument_spec.update(sge_argument_spec())
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     _check(module)
     params = module.params

@@ -449,6 +449,7 @@ class _Sim(_Clock):
         self.hosts = {}          # snapshot "hosts", kept up to date
         self.pending = {}        # job index -> snapshot entry (dict keeps submit order)
         self.running = {}        # job index -> (snapshot entry, [(node, slots)])
+        self.running_entries = {}  # job index -> snapshot entry (the snapshot's "running", in start order)
         self.total_free = 0
         self.booting = 0
         self.dirty = True
@@ -529,7 +530,9 @@ class _Sim(_Clock):
                 self.idle.discard(node.name)
                 self.busy.add(node.name)
         self.total_free -= job.procs
-        self.running[idx] = (running_entry(job, alloc, now), alloc)
+        entry = running_entry(job, alloc, now)
+        self.running[idx] = (entry, alloc)
+        self.running_entries[idx] = entry
         self.res.waits.append(now - job.submit)
         self._push(now + job.run, _END, idx)
 
@@ -544,6 +547,7 @@ class _Sim(_Clock):
 
     def _end(self, idx, now):
         _run, alloc = self.running.pop(idx)
+        del self.running_entries[idx]
         give_back(alloc)
         for node, _take in alloc:
             host = node.host
@@ -606,10 +610,8 @@ class _Sim(_Clock):
                 times.append(max(grow_at, stable_at))
         else:
             hourly = self.policy == "starcluster" or cfg["billing"] == "hourly"
-            for node in self.up:
-                if node.jobs:
-                    continue
-                rec = st["nodes"].get(node.name)
+            for name in self.idle:        # (the nodes up and running nothing; the order does not matter)
+                rec = st["nodes"].get(name)
                 if rec is None:
                     return cursor
                 if hourly:
@@ -653,7 +655,7 @@ class _Sim(_Clock):
     def _snapshot(self, now):
         return {"schema": 1, "taken_at": now, "flavour": "simulated", "cell": "default",
                 "master": MASTER, "hosts": self.hosts, "pending": list(self.pending.values()),
-                "running": [r for r, _a in self.running.values()]}
+                "running": list(self.running_entries.values())}
 
     def _can_emulate(self):
         """True if the next poll only records that the set of hosts changed (see _emulate_join_poll).
