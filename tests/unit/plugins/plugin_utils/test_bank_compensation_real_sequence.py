@@ -41,8 +41,9 @@ is spent inside the bank round (plugins/plugin_utils/policy/bank.py) without bec
   on that host). Beta ends the round with 142 tickets of 300 (3 slots, below its 150
   entitlement) and an empty account; from then on it is a plain 3 of 6.
 
-The tests marked xfail(strict=True) assert the paper's behaviour; they turn red (XPASS) when the
-bank round is fixed, and their marker must then be removed.
+The last two tests assert the paper's behaviour. They failed (marked xfail) until ``bank_round``
+took ``waiting``: a class with work waiting on a host counts and is needy there, so the returning
+project's shortfall and account go where its jobs may run.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -228,11 +229,6 @@ def test_both_projects_keep_work_waiting_and_usage_comes_from_qacct(run):
         assert usage is not None
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="bank round: a returning project's account is paid only to the hosts "
-                          "where it already ran (counted: usage > 0) and step 6 normalises the "
-                          "payout away, while step 5 debits it in full (bank.py, bank_round); "
-                          "the cluster's (1, 150.0), (3, 0.0) x 5 instead of a payback")
 def test_beta_back_is_paid_back_above_its_share(run):
     # the integration test's assertions (test_temporal_compensation_pays_back)
     away, back, _plans = run
@@ -243,10 +239,6 @@ def test_beta_back_is_paid_back_above_its_share(run):
     assert back[-1][1] < away[-1][0], back
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="step 5 debits the whole payout (bank = bank - paid) although step 6 "
-                          "scales it away: in the second round the account drops by 150 tickets "
-                          "while beta ends the round below its entitlement (142 of 150)")
 def test_an_account_is_spent_only_on_tickets_above_the_share(run):
     # temporal compensation: the t - s tickets a class left unused come back as more than t
     # later (the seed: "t + s tickets ... during next allocation"; step 4: classes "pay for
