@@ -492,7 +492,9 @@ def main(argv=None):
         sizes = [tuple(int(x) for x in s.lower().split("x")) for s in args.sizes]
     rows = []
     for n_hosts, n_pending in sizes:
+        load_before = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
         row = measure(n_hosts, n_pending, args.runs, args.skip_plain)
+        row["load"] = (load_before, os.getloadavg()[0] if hasattr(os, "getloadavg") else None)
         rows.append(row)
         print(json.dumps(row), file=sys.stderr)
     text = table(rows)
@@ -539,6 +541,13 @@ def markdown_report(text, rows, runs, why):
         "*RSS* is the peak resident set (`VmHWM`) of a child process that reads the two files "
         "(after read) and then builds the snapshot (peak: whole process, interpreter and input "
         "bytes included).",
+        "",
+        "Load average (1 minute) of the machine before and after each size: %s. With a load above "
+        "the number of CPUs the process's own CPU seconds grow too (the CPUs' caches and memory "
+        "bandwidth are shared), so compare the columns of one run with each other rather than "
+        "with a run made at another time." % "; ".join(
+            "%d hosts %s / %s" % (r["hosts"], _fmt(r["load"][0], "%.1f"), _fmt(r["load"][1], "%.1f"))
+            for r in rows if r.get("load")),
         "",
         text,
         "",

@@ -294,6 +294,17 @@ def give_back(alloc):
         host["running_jobs"] -= 1
 
 
+def _refresh_status(node):
+    """Bring the host status the engine hands to ``decide`` (``hints``) up to date with ``node``'s
+    jobs and slots after a job started or ended there; True when the node is busy."""
+    host, st = node.host, node.status
+    st["jobs"] = node.jobs
+    st["used"] = host["slots_used"]
+    st["load"] = host["load_avg"]
+    st["busy"] = node.jobs > 0 or host["slots_used"] > 0
+    return st["busy"]
+
+
 class _Clock(object):
     """The event queue and the poll grid of a simulated cell; ``burst._Burst`` shares them.
 
@@ -487,14 +498,24 @@ class _Sim(_Clock):
             self.hints["known_queues"] = ("all.q",)
             self.hints["archs"] = ("lx-amd64",)
         self.total_free += self.spn
+        self._hosts_changed(node.name, True)
+
+    def _hosts_changed(self, name, joined):
+        """Host ``name`` joined (``joined``) or left: the node names and idle hosts of the hints, and
+        the net change since the last poll (a host that left and came back cancels out)."""
         self.host_changed = True
-        name = node.name
-        self.names.add(name)
-        self.idle.add(name)
-        if name in self.went:
-            self.went.discard(name)
+        if joined:
+            self.names.add(name)
+            self.idle.add(name)
+            new, undone = self.came, self.went
         else:
-            self.came.add(name)
+            self.names.discard(name)
+            self.idle.discard(name)
+            new, undone = self.went, self.came
+        if name in undone:
+            undone.discard(name)
+        else:
+            new.add(name)
 
     def _terminate(self, name, now):
         node = self._node_gone(name, now)
@@ -504,15 +525,10 @@ class _Sim(_Clock):
             if not self.hosts and self.hints is not None:
                 self.hints["known_queues"] = self.hints["archs"] = ()
             self.total_free -= node.free
-            self.names.discard(name)
-            self.idle.discard(name)
-            if name in self.came:
-                self.came.discard(name)
-            else:
-                self.went.add(name)
+            self._hosts_changed(name, False)
         else:
             self.booting -= 1
-        self.host_changed = True
+            self.host_changed = True
 
     # ---- the scheduler ---------------------------------------------------------------------
     def _start(self, idx, now):
@@ -520,12 +536,7 @@ class _Sim(_Clock):
         del self.pending[idx]
         alloc = fill_up(self.up, job.procs, now)
         for node, _take in alloc:
-            host = node.host
-            st = node.status
-            st["jobs"] = node.jobs
-            st["used"] = host["slots_used"]
-            st["load"] = host["load_avg"]
-            st["busy"] = True
+            _refresh_status(node)
             if node.jobs == 1:  # it was idle
                 self.idle.discard(node.name)
                 self.busy.add(node.name)
@@ -550,13 +561,7 @@ class _Sim(_Clock):
         del self.running_entries[idx]
         give_back(alloc)
         for node, _take in alloc:
-            host = node.host
-            st = node.status
-            st["jobs"] = node.jobs
-            st["used"] = host["slots_used"]
-            st["load"] = host["load_avg"]
-            st["busy"] = node.jobs > 0 or host["slots_used"] > 0
-            if not st["busy"]:
+            if not _refresh_status(node):
                 self.busy.discard(node.name)
             if not node.jobs:
                 self.idle.add(node.name)

@@ -79,8 +79,13 @@ def leave(code, results=None):
     os._exit(code)
 
 
-def poll(name, path, log, work, barrier=None, ttl=1800, results=None):
-    """One balancer poll: take the lock, act for ``work`` s, give it back. Exit 2 when held."""
+def poll(name, path, log, work, barrier=None, ttl=1800, results=None, all_tried=None):
+    """One balancer poll: take the lock, act for ``work`` s, give it back. Exit 2 when held.
+
+    ``all_tried``: a barrier every racer passes after its attempt, before a winner acts and
+    gives the lock back and before a loser leaves, so that all of them contend for the same lock
+    (on a loaded machine a racer scheduled late could otherwise find the winner's lock already
+    given back and take it, a second winner in sequence, not a race)."""
     owner = "%s pid %d" % (name, os.getpid())
     if barrier is not None:
         barrier.wait()
@@ -91,11 +96,15 @@ def poll(name, path, log, work, barrier=None, ttl=1800, results=None):
                holder_acquired=(res.get("locked_by") or {}).get("acquired"))
         if results is not None:
             results.put((name, "lost", res))
+        if all_tried is not None:
+            all_tried.wait()
         leave(LOSER, results)
     record(log, ev="enter", who=name, owner=owner, token=res["token"], action=res["action"],
            acquired=res["lock"]["acquired"], taken_over_from=(res.get("taken_over_from") or {}).get("owner"))
     if results is not None:
         results.put((name, "won", res))
+    if all_tried is not None:
+        all_tried.wait()
     time.sleep(work)
     record(log, ev="exit", who=name, token=res["token"])
     rel = give_back(path, res["token"])
@@ -207,7 +216,8 @@ def _victim(path, log, ttl):
 
 def _race(path, log, names, results):
     barrier = CTX.Barrier(len(names), timeout=60)
-    procs = [start(poll, name, path, log, 0.01, barrier, 1800, results) for name in names]
+    all_tried = CTX.Barrier(len(names), timeout=60)
+    procs = [start(poll, name, path, log, 0.01, barrier, 1800, results, all_tried) for name in names]
     got = [results.get(timeout=20) for _name in names]
     for proc in procs:
         proc.join(60)
