@@ -127,20 +127,20 @@ def _copies(held):
     return out
 
 
-def _job_queue(job_id):
+def _job_xml(job_id):
     proc = _run(['qstat', '-j', str(job_id), '-xml'])
     assert proc.returncode == 0, proc.stderr
-    root = ET.fromstring(proc.stdout)  # nosec B314
-    return [e.text for e in root.iter('QR_name')]
+    return ET.fromstring(proc.stdout)  # nosec B314
+
+
+def _job_queue(job_id):
+    return [e.text for e in _job_xml(job_id).iter('QR_name')]
 
 
 def _job_hard_requests(job_id):
     """{name: value} of the job's hard resource requests (qstat -j -xml)."""
-    proc = _run(['qstat', '-j', str(job_id), '-xml'])
-    assert proc.returncode == 0, proc.stderr
-    root = ET.fromstring(proc.stdout)  # nosec B314
     return {e.findtext('CE_name'): e.findtext('CE_stringval')
-            for lst in root.iter('JB_hard_resource_list') for e in lst}
+            for lst in _job_xml(job_id).iter('JB_hard_resource_list') for e in lst}
 
 
 def _qsub(*argv):

@@ -19,20 +19,14 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_state
     CLUSTER_OR_PATH,
     cluster_file_spec,
 )
+from ansible_collections.gridengine.balancer.tests.unit.plugins.modules.test_sge_shared_options import (
+    _Built,
+    _fake_module,
+)
 
 PACKAGE = "ansible_collections.gridengine.balancer.plugins.modules."
 FRAGMENT = "gridengine.balancer.cluster_file"
 MODULES = ["balancer_journal", "balancer_journal_info", "balancer_lock", "balancer_state", "task_registry"]
-
-
-class _Built(Exception):
-    def __init__(self, kwargs):
-        super(_Built, self).__init__("AnsibleModule built")
-        self.kwargs = kwargs
-
-
-def _fake_module(**kwargs):
-    raise _Built(kwargs)
 
 
 @pytest.mark.parametrize("name", MODULES)
