@@ -34,14 +34,10 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 VENV_BIN = os.path.join(REPO, '.venv', 'bin')
 CLUSTER = os.environ.get('GEB_TEST_CLUSTER', 'mycluster')
 STATE_DIR = '/var/lib/gridengine-balancer/local-nodes'
-NODES_YML = os.path.join(REPO, 'inventory', 'local', 'nodes.yml')
 # C.UTF-8: Grid Engine's output as in C, and ansible insists on a UTF-8 locale
 SGE_ENV = {'SGE_ROOT': '/var/lib/gridengine', 'SGE_CELL': 'default', 'LC_ALL': 'C.UTF-8'}
 JOB_USER = 'tester'
 MASTER_HOST = os.environ.get('GEB_TEST_MASTER', 'vm')
-# the extra node of test_provider_launch_terminate: a name and address no cluster uses
-EXTRA_NAME = 'itest-extra'
-EXTRA_ADDRESS = '10.77.0.250'
 
 
 def _tool(name):
@@ -173,127 +169,5 @@ def test_job_runs_on_a_node(cluster_nodes, tmp_path):
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _playbook(tmp_path, name, text, extra=()):
-    path = tmp_path / name
-    path.write_text(text)
-    return _run([_tool('ansible-playbook'), str(path)] + list(extra))
-
-
-LAUNCH = '''
-- name: Launch the extra node with the provider role
-  hosts: {cluster}_master
-  gather_facts: false
-  tasks:
-    - name: Launch
-      ansible.builtin.include_role:
-        name: gridengine.balancer.provider_local
-        tasks_from: launch
-      vars:
-        provider_cluster: itest
-        provider_node_name: {name}
-        provider_node_address: {address}
-    - name: Check the provider interface's output
-      ansible.builtin.assert:
-        that:
-          - provider_node.name == '{name}'
-          - provider_node.address == '{address}'
-          - provider_node.provider == 'local'
-          - provider_node.state == 'present'
-- name: The launched node is reachable over ssh
-  hosts: itest_nodes
-  gather_facts: false
-  tasks:
-    - name: Ping
-      ansible.builtin.ping:
-    - name: It is its own host
-      ansible.builtin.command:
-        argv: [hostname]
-      register: itest_hostname
-      changed_when: false
-      failed_when: itest_hostname.stdout != '{name}'
-'''
-
-TERMINATE = '''
-- name: Terminate the extra node with the provider role
-  hosts: {cluster}_master
-  gather_facts: false
-  tasks:
-    - name: Terminate
-      ansible.builtin.include_role:
-        name: gridengine.balancer.provider_local
-        tasks_from: terminate
-      vars:
-        provider_node_name: {name}
-    - name: Check the provider interface's output
-      ansible.builtin.assert:
-        that:
-          - provider_node.name == '{name}'
-          - provider_node.state == 'absent'
-'''
-
-
-def _node_processes(name):
-    init = os.path.join(STATE_DIR, name, ln.INIT_NAME)
-    found = []
-    for entry in os.listdir('/proc'):
-        if entry.isdigit():
-            argv = ln.cmdline(int(entry)) or []
-            if init in argv:
-                found.append(int(entry))
-    return found
-
-
-def _recap_changed(output, host):
-    match = re.search(r'^%s\s*:.*changed=(\d+)' % re.escape(host), output, re.M)
-    assert match, output
-    return int(match.group(1))
-
-
-def test_provider_launch_terminate(cluster_nodes, tmp_path):
-    """Launch an extra node with the provider role, then terminate it: nothing is left."""
-    name, address = EXTRA_NAME, EXTRA_ADDRESS
-    assert not os.path.exists(os.path.join(STATE_DIR, name)), 'left over from an earlier run'
-    fmt = dict(cluster=CLUSTER, name=name, address=address)
-
-    # check mode of the module: would launch, changes nothing
-    proc = _run([_tool('ansible'), CLUSTER + '_master', '--check', '-m',
-                 'gridengine.balancer.local_node', '-a', 'name=%s address=%s' % (name, address)],
-                env={'ANSIBLE_LOAD_CALLBACK_PLUGINS': '1', 'ANSIBLE_STDOUT_CALLBACK': 'json'})
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    result = list(json.loads(proc.stdout)['plays'][0]['tasks'][0]['hosts'].values())[0]
-    assert result['changed'] is True and result['msg'].startswith('would launch'), result
-    assert not os.path.exists(os.path.join(STATE_DIR, name))
-    assert not os.path.exists('/run/netns/' + name)
-
-    try:
-        start = time.time()
-        proc = _playbook(tmp_path, 'launch.yml', LAUNCH.format(**fmt))
-        launch_seconds = time.time() - start
-        assert proc.returncode == 0, proc.stdout + proc.stderr
-        assert os.path.exists('/run/netns/' + name)
-        assert _run(['ip', 'link', 'show', 'dev', ln.veth_name(name)]).returncode == 0
-        assert os.path.isfile(os.path.join(STATE_DIR, name, ln.RECORD))
-        assert _node_processes(name), 'no process of the node runs'
-        with open(NODES_YML) as handle:
-            assert name in handle.read(), 'nodes.yml does not list the node'
-
-        # launching again changes nothing
-        proc = _playbook(tmp_path, 'launch.yml', LAUNCH.format(**fmt))
-        assert proc.returncode == 0, proc.stdout + proc.stderr
-        assert _recap_changed(proc.stdout, name) == 0
-        master_changed = _recap_changed(proc.stdout, MASTER_HOST)
-        assert master_changed == 0, proc.stdout
-    finally:
-        proc = _playbook(tmp_path, 'terminate.yml', TERMINATE.format(**fmt))
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert not os.path.exists('/run/netns/' + name)
-    assert _run(['ip', 'link', 'show', 'dev', ln.veth_name(name)]).returncode != 0
-    assert not os.path.exists(os.path.join(STATE_DIR, name))
-    assert not _node_processes(name)
-    if os.path.exists(NODES_YML):
-        with open(NODES_YML) as handle:
-            assert name not in handle.read()
-    # the cluster's own nodes are untouched (and the bridge stays for them)
-    assert set(cluster_nodes) <= set(_cluster_nodes())
-    assert _run(['ip', 'link', 'show', 'dev', 'sgebr0']).returncode == 0
-    print('launch of %s took %.1f s' % (name, launch_seconds))
+# The provider role (launch, launch again with no change, reach over ssh, terminate with nothing
+# left) is the molecule scenario provider_local (extensions/molecule/provider_local).
