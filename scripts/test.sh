@@ -77,17 +77,30 @@ if [ $rc = 0 ]; then
   marker='integration and not slow'
   [ $full = 1 ] && marker='integration'
   step "integration tests (-m '$marker')"
-  GEB_REQUIRE_CLUSTER=1 pytest tests/integration -q -m "$marker" --durations=25 || rc=$?
-  # node_join's node is kept (--destroy=never) and is node_leave's starting point: one join, one
-  # leave, each with its converge, idempotence and verify (node_leave's destroy removes it if a
-  # step failed; run alone, node_leave's create launches and joins a node itself)
-  step "molecule: node_join and node_leave scenarios on a fresh namespace node"
+  # test_transfer_real.py runs as the verify step of the molecule scenario transfer_queue below,
+  # on the queues that scenario's converge sets up (one set-up and one removal instead of two)
+  GEB_REQUIRE_CLUSTER=1 pytest tests/integration -q -m "$marker" --durations=25 \
+    --ignore=tests/integration/test_transfer_real.py || rc=$?
+  # Molecule, one scenario per role (extensions/molecule), each create, converge, idempotence,
+  # verify, destroy on real namespace nodes. node_join's node is kept (--destroy=never) and is
+  # node_leave's starting point (node_leave's destroy removes it if a step failed); sge_cell's cell
+  # "remote" is kept for transfer_queue, whose destroy deletes it; sge_master runs after the kill
+  # test below, which stops the cluster it starts and stops again.
+  step "molecule: node_join, node_leave, provider_local, provider_ec2 (moto_server), task_rebalance"
   molecule test -s node_join --destroy=never || rc=$?
   molecule test -s node_leave || rc=$?
+  molecule test -s provider_local || rc=$?
+  molecule test -s provider_ec2 || rc=$?
+  molecule test -s task_rebalance || rc=$?
+  step "molecule: sge_cell (kept), then transfer_queue on its cell (verify: tests/integration/test_transfer_real.py)"
+  molecule test -s sge_cell --destroy=never || rc=$?
+  molecule test -s transfer_queue || rc=$?
 fi
 # kill_cluster: the balancer itself tears the cluster down after its jobs (it must come last)
 step "integration: the balancer terminates the cluster (kill_cluster, tests/integration -m kill)"
 GEB_REQUIRE_CLUSTER=1 pytest tests/integration -q -m kill -s || rc=$?
+step "molecule: sge_master (the qmaster the kill test stopped: started, checked, stopped)"
+molecule test -s sge_master || rc=$?
 step "integration: tear down whatever is left of the local cluster"
 ansible-playbook playbooks/local_cluster.yml -e cluster=mycluster -e local_cluster_state=absent || rc=$?
 if [ $rc = 0 ]; then

@@ -13,7 +13,6 @@ remote=TRUE too (a test harness: the other users' jobs never reach either queue)
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
@@ -29,18 +28,13 @@ LOCAL = {'SGE_ROOT': '/var/lib/gridengine', 'SGE_CELL': 'default', 'SGE_QMASTER_
 REMOTE = dict(LOCAL, SGE_CELL='remote', SGE_QMASTER_PORT='6446', SGE_EXECD_PORT='6447')
 WORK = '/tmp/gridengine-balancer-tq-test'
 JOB = '#!/bin/sh\necho "host=$(hostname) arg1=[$1] arg2=[$2]"\nsleep ${SLEEP:-2}\nexit ${CODE:-0}\n'
-# Several transfer queues (issue 23, item 4): transfer.q as above, and transfer_ht.q in the howto's
-# high-throughput mode with resources of its own. transfer_ht.q is made with transfer.q and kept
-# disabled (qmod -d) but in test_several_transfer_queues_and_high_throughput: having no pending
-# threshold, it would take the jobs the other tests expect to stay home or go through transfer.q.
-QUEUES = [{'name': 'transfer.q'},
-          {'name': 'transfer_ht.q', 'high_throughput': True, 'complex_values': {'h_vmem': '4G'}}]
+# The queues and their options: one file, also read by the molecule scenario transfer_queue.
+VARS_FILE = os.path.join(ROOT, 'tests', 'integration', 'files', 'transfer_vars.yml')
 PLAY = [os.path.join(ROOT, '.venv/bin/ansible-playbook'), os.path.join(ROOT, 'playbooks/multicluster.yml'),
-        '-e', 'cluster=mycluster', '-e', 'transfer_queue_remote_requestable=FORCED',
-        '-e', 'transfer_queue_poll_interval=2', '-e', '{"transfer_queue_local_queues": ["tqlocal.q"]}',
-        '-e', 'transfer_queue_bulk_poll_interval=5', '-e', 'transfer_queue_pullback_after=10',
-        '-e', '{"transfer_queue_resource_map": {"h_rt": "s_rt"}}',
-        '-e', json.dumps({'transfer_queue_queues': QUEUES})]
+        '-e', 'cluster=mycluster', '-e', '@' + VARS_FILE]
+# Set by the molecule scenario transfer_queue (scripts/test.sh), whose converge set the queues up
+# with VARS_FILE and whose destroy removes them: the test then neither sets up nor removes them.
+CONVERGED = os.environ.get('GEB_TRANSFER_CONVERGED') == '1'
 # A complex of the local cell only (the partner does not know it): jobs asking for it are refused
 # by the partner and must come back to the local cluster.
 LOCAL_ONLY = 'tq_localonly'
@@ -124,7 +118,8 @@ def clusters():
     with open(os.path.join(WORK, 'job.sh'), 'w') as handle:
         handle.write(JOB)
     os.chmod(os.path.join(WORK, 'job.sh'), 0o755)
-    run(PLAY, play_env())
+    if not CONVERGED:
+        run(PLAY, play_env())
     run(['qmod', '-d', 'transfer_ht.q'], LOCAL)
     queue = run(['qconf', '-sq', 'transfer.q'], LOCAL).stdout
     lines = []
@@ -153,8 +148,8 @@ def clusters():
     with open(os.path.join(WORK, 'complexes'), 'w') as handle:
         handle.write(''.join(line + '\n' for line in complexes.splitlines() if not line.startswith(LOCAL_ONLY + ' ')))
     run(['qconf', '-Mc', os.path.join(WORK, 'complexes')], LOCAL, check=False)
-    run(PLAY + ['-e', 'multicluster_state=absent', '-e', 'multicluster_destroy=true'],
-        play_env())
+    if not CONVERGED:
+        run(PLAY + ['-e', 'multicluster_state=absent', '-e', 'multicluster_destroy=true'], play_env())
 
 
 def _jobs_in_test_queues():
