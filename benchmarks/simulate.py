@@ -12,6 +12,7 @@ per node).  With ``--copies N`` every case is also run N times with submit times
 by up to 60 s, and each goal comparison is reported as holding in all, some or none of the copies.
 """
 import argparse
+import json
 import os
 import sys
 import time
@@ -28,11 +29,34 @@ COLUMNS = [("policy", "policy", "%s"), ("node_hours", "node-h", "%.0f"), ("cost"
            ("decide_calls", "decide calls", "%d")]
 
 
-def run_case(jobs, policies, cap, spn, billing, boot_delay):
-    """{policy: (Result, figures)} for one trace copy, cap and billing mode."""
+def parse_overrides(items):
+    """``["idle_time=120", ...]`` (``--override``) as an options dict; values read as JSON when they
+    parse (numbers, true/false, lists), else kept as strings.  Raises ValueError naming the item."""
+    out = {}
+    for item in items or ():
+        key, eq, value = item.partition("=")
+        key = key.strip()
+        if not eq or not key:
+            raise ValueError("--override: %r is not OPTION=VALUE" % item)
+        try:
+            out[key] = json.loads(value)
+        except ValueError:
+            out[key] = value
+    return out
+
+
+def run_case(jobs, policies, cap, spn, billing, boot_delay, overrides=None):
+    """{policy: (Result, figures)} for one trace copy, cap and billing mode.
+
+    ``overrides``: options of the ``default`` policy set on top of its shipped defaults (the
+    baselines are never changed).
+    """
     out = {}
     for policy in policies:
-        res = engine.simulate(jobs, policy, cap, spn, boot_delay=boot_delay, billing=billing)
+        config = None
+        if overrides and policy == "default":
+            config = engine.policy_config(policy, cap, spn, billing, overrides=overrides)
+        res = engine.simulate(jobs, policy, cap, spn, boot_delay=boot_delay, billing=billing, config=config)
         fig = engine.summarize(res)
         fig["cost"] = fig["cost_per_second"] if billing == "per_second" else fig["cost_hourly"]
         out[policy] = (res, fig)
@@ -103,6 +127,34 @@ def ratio_row(label, figs):
             d["node_hours"] / opt["node_hours"] if opt else nan,
             d["wait_p95"], pc["wait_p95"] if pc else nan, d["wait_mean"],
             sc["wait_mean"] if sc else nan, pc["wait_mean"] if pc else nan]
+
+
+BREAKDOWN_COLUMNS = [("policy", "%s"), ("node-h", "%.0f"), ("boot", "%.0f"), ("idle", "%.0f"),
+                     ("partly free", "%.0f"), ("used", "%.0f"), ("launches", "%d"),
+                     ("never ran a job", "%d"), ("their node-h", "%.0f")]
+
+
+def breakdown_rows(case):
+    """Per policy that launches nodes: where its node-hours went (engine.breakdown)."""
+    rows = []
+    for policy, (res, _f) in case.items():
+        b = engine.breakdown(res)
+        if b is None:
+            continue
+        rows.append([policy, b["node_hours"], b["boot"], b["idle"], b["partly_free"], b["used"], b["launches"],
+                     b["unused_launches"], b["unused_hours"]])
+    return rows
+
+
+def breakdown_table(rows, markdown):
+    cells = [[fmt % v for v, (_n, fmt) in zip(row, BREAKDOWN_COLUMNS)] for row in rows]
+    head = [c[0] for c in BREAKDOWN_COLUMNS]
+    if markdown:
+        return "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] +
+                         ["| " + " | ".join(c) + " |" for c in cells])
+    widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(head)]
+    return "\n".join(["  ".join(h.rjust(w) for h, w in zip(head, widths))] +
+                     ["  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in cells])
 
 
 def ratio_table(rows):
@@ -195,7 +247,19 @@ def main(argv=None):
     parser.add_argument("--no-plots", action="store_true")
     parser.add_argument("--issue21", action="store_true",
                         help="also check issue 21's goals and print each copy's ratios (default vs the baselines)")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="also print where each policy's node-hours went (boot, idle, free slots of "
+                             "busy nodes, used) and the nodes that never ran a job, for the plain trace")
+    parser.add_argument("--override", action="append", default=[], metavar="OPTION=VALUE",
+                        help="set an option of the default policy (repeatable), e.g. idle_time=120; "
+                             "the baselines keep theirs")
     opts = parser.parse_args(argv)
+    try:
+        overrides = parse_overrides(opts.override)
+        if overrides:
+            engine.policy_config("default", 1, opts.slots_per_node, "per_second", overrides=overrides)
+    except ValueError as err:
+        parser.error("--override: %s" % err)
     policies = [p.strip() for p in opts.policies.split(",") if p.strip()]
     for p in policies:
         if p not in engine.POLICIES:
@@ -231,10 +295,13 @@ def main(argv=None):
         md += ["## %s" % tname, "",
                "%d jobs replayed, skipped: %s; machine: %s; %d slot(s) per node; boot delay %.0f s."
                % (len(trace.jobs), trace.skipped or "none", size, opts.slots_per_node, opts.boot_delay), ""]
+        if overrides:
+            md += ["Policy `default` with %s on top of its shipped defaults." % ", ".join(
+                "`%s=%s`" % (k, json.dumps(v)) for k, v in sorted(overrides.items())), ""]
         for cap_label, cap in parse_caps(opts.cap, machine, opts.slots_per_node):
             for billing in billings:
                 t = time.monotonic()
-                case = run_case(trace.jobs, policies, cap, opts.slots_per_node, billing, opts.boot_delay)
+                case = run_case(trace.jobs, policies, cap, opts.slots_per_node, billing, opts.boot_delay, overrides)
                 took = time.monotonic() - t
                 rows = [f for _r, f in case.values()]
                 figs = {p: f for p, (_r, f) in case.items()}
@@ -244,6 +311,13 @@ def main(argv=None):
                 print(table(rows, markdown=False))
                 md += ["### %s" % title, "", table(rows, markdown=True), "",
                        "Simulated in %.1f s (one copy, %s)." % (took, ", ".join(policies)), ""]
+                if opts.breakdown:
+                    brows = breakdown_rows(case)
+                    if brows:
+                        print("node-hours by where they went (plain trace):")
+                        print(breakdown_table(brows, markdown=False))
+                        md += ["Where the node-hours went (plain trace; node-hours):", "",
+                               breakdown_table(brows, markdown=True), ""]
                 results = goals(figs, billing, reached if cap_label != "2x" else False)
                 if results:
                     print("goals: " + "; ".join("%s: %s" % (n, "met" if ok else "MISSED") for n, ok in results))
@@ -257,7 +331,7 @@ def main(argv=None):
                     held21 = {n: 0 for n, _ok in results21}
                     for c in range(opts.copies):
                         jobs = engine.shifted(trace.jobs, seed=opts.seed * 1000 + c)
-                        cc = run_case(jobs, policies, cap, opts.slots_per_node, billing, opts.boot_delay)
+                        cc = run_case(jobs, policies, cap, opts.slots_per_node, billing, opts.boot_delay, overrides)
                         cf = {p: f for p, (_r, f) in cc.items()}
                         for n, ok in goals(cf, billing, reached if cap_label != "2x" else False):
                             held[n] = held.get(n, 0) + (1 if ok else 0)

@@ -101,6 +101,12 @@ class Result(object):
         self.end = 0.0
         self.unplaceable = 0              # jobs wider than cap x slots_per_node (never run)
         self.node_seconds = None          # optimum only: slot-seconds / slots_per_node
+        # where the billed time went (policies that launch nodes; see :func:`breakdown`)
+        self.boot_seconds = 0.0           # launched, not yet joined (boot delay)
+        self.idle_seconds = 0.0           # joined, running no job
+        self.slot_seconds = 0.0           # slots x run time of every job started
+        self.unused_launches = 0          # nodes removed without ever running a job
+        self.unused_seconds = 0.0         # their billed time (boot and idle)
 
 
 def percentile(ordered, q):
@@ -155,6 +161,23 @@ def summarize(result, price=1.0):
         "jobs": n,
         "unplaceable": result.unplaceable,
     }
+
+
+def breakdown(result):
+    """Where a run's billed node-hours went: ``boot`` (launched, not joined), ``idle`` (joined,
+    running no job: the idle tail removal waits out), ``used`` (slot-seconds of the jobs / slots per
+    node: what ``optimum`` bills), ``partly_free`` (the free slots of nodes running a job, the
+    rest: only nodes with more than one slot have any), and ``unused_launches`` /
+    ``unused_hours``: nodes removed without ever running a job, and their billed hours (boot
+    and idle), all in node-hours.  None for ``optimum``."""
+    if result.node_seconds is not None:
+        return None
+    node_hours = node_hours_and_costs(result.lives)[0]
+    boot, idle = result.boot_seconds / 3600.0, result.idle_seconds / 3600.0
+    used = result.slot_seconds / float(result.slots_per_node) / 3600.0
+    return {"node_hours": node_hours, "boot": boot, "idle": idle, "used": used,
+            "partly_free": node_hours - boot - idle - used, "unused_launches": result.unused_launches,
+            "unused_hours": result.unused_seconds / 3600.0, "launches": result.launches}
 
 
 def optimum(jobs, cap, slots_per_node):
@@ -218,7 +241,8 @@ def simulate(jobs, policy, cap, slots_per_node=1, boot_delay=120.0, billing="per
 
 
 class _Node(object):
-    __slots__ = ("name", "seq", "launched", "up", "free", "jobs", "busy_since", "host", "status")
+    __slots__ = ("name", "seq", "launched", "up", "free", "jobs", "busy_since", "host", "status", "boot_end",
+                 "idle_from", "ran")
 
     def __init__(self, name, seq, launched):
         self.name = name
@@ -230,6 +254,9 @@ class _Node(object):
         self.busy_since = None
         self.host = None
         self.status = None
+        self.boot_end = launched          # when it joins (the engine sets it at launch)
+        self.idle_from = launched         # since when it runs no job (once joined)
+        self.ran = False                  # ran a job at some time
 
 
 _END, _BOOT = 0, 1
@@ -480,6 +507,7 @@ class _Sim(_Clock):
         for _i in range(count):
             self.counter += 1
             node = _Node("node%05d" % self.counter, self.counter, now)
+            node.boot_end = node.idle_from = now + boot_delay
             self.nodes[node.name] = node
             self.booting += 1
             self.billed += 1
@@ -519,6 +547,15 @@ class _Sim(_Clock):
 
     def _terminate(self, name, now):
         node = self._node_gone(name, now)
+        res = self.res
+        if node.up:
+            res.boot_seconds += node.boot_end - node.launched
+            res.idle_seconds += now - node.idle_from
+        else:
+            res.boot_seconds += now - node.launched
+        if not node.ran:
+            res.unused_launches += 1
+            res.unused_seconds += now - node.launched
         if node.up:
             del self.status[name]
             del self.slots_of[name]
@@ -540,7 +577,10 @@ class _Sim(_Clock):
             if node.jobs == 1:  # it was idle
                 self.idle.discard(node.name)
                 self.busy.add(node.name)
+                self.res.idle_seconds += now - node.idle_from
+                node.ran = True
         self.total_free -= job.procs
+        self.res.slot_seconds += job.procs * job.run
         entry = running_entry(job, alloc, now)
         self.running[idx] = (entry, alloc)
         self.running_entries[idx] = entry
@@ -565,6 +605,7 @@ class _Sim(_Clock):
                 self.busy.discard(node.name)
             if not node.jobs:
                 self.idle.add(node.name)
+                node.idle_from = now
                 self._went_idle(node, now)
             if node.name not in self.nodes:
                 raise RuntimeError("job ended on a terminated node")
