@@ -12,8 +12,9 @@
 #
 # With integration, the checks of step 2 run beside the integration tests (their output goes to
 # .state/checks.log and is printed at the end): the integration tests spend most of their time
-# waiting on Grid Engine, and running both at once keeps the whole run near 44 minutes (2026-11-28) on a
-# 2-core machine instead of 45. Each side's result decides the exit status.
+# waiting on Grid Engine, and running both at once saves the checks' 17 minutes on a 2-core machine
+# (the whole run took 44 minutes on 2026-11-28, docs/testing.md). Each side's result decides the
+# exit status.
 #
 # The integration tests come in two tiers (docs/testing.md):
 #   - core (default, CI): every feature on the real cluster, about 15 minutes, then the molecule scenarios;
