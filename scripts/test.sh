@@ -37,6 +37,36 @@ done
 T0=$(date +%s)
 step() { printf '\n=== [%4ss] %s\n' "$(( $(date +%s) - T0 ))" "$*"; }
 
+# run NAME COMMAND...: one integration step. Its output is printed and kept in a private log; a
+# failure is recorded (rc keeps the last failing status) and summarised at the very end, after the
+# checks' log, so that the tail of a long run names what failed and shows why.
+failed_steps=() last_rc=0
+run() {
+  local name=$1 log r=0
+  shift
+  log=$(mktemp "$steps_dir/step.XXXXXX.log")
+  "$@" 2>&1 | tee "$log" || r=$?
+  last_rc=$r
+  if [ $r != 0 ]; then
+    rc=$r
+    failed_steps+=("$name|$r|$log")
+  fi
+}
+failure_summary() {
+  local entry name r log
+  [ ${#failed_steps[@]} = 0 ] && return 0
+  step "what failed (${#failed_steps[@]} step(s); each step's whole output is above)"
+  for entry in "${failed_steps[@]}"; do
+    IFS='|' read -r name r log <<<"$entry"
+    printf '\n--- %s: rc %s; its failing lines, then its last lines:\n' "$name" "$r"
+    sed 's/\x1b\[[0-9;]*m//g' "$log" \
+      | grep -E -A8 'fatal: |FAILED!|^FAILED |^E  |Error:|ERROR |Idempotence test failed|CRITICAL' \
+      | grep -v "glob failed" | tail -n 60 || true
+    printf -- '--- last 15 lines of %s:\n' "$name"
+    sed 's/\x1b\[[0-9;]*m//g' "$log" | tail -n 15
+  done
+}
+
 step "setup"
 bash scripts/setup.sh
 export PATH=$ROOT/.venv/bin:$PATH
@@ -64,6 +94,7 @@ if [ $integration = 0 ]; then
 fi
 
 mkdir -p .state
+steps_dir=$(mktemp -d "$ROOT/.state/steps.XXXXXX")
 checks_log=$(mktemp "$ROOT/.state/checks.XXXXXX.log")
 step "checks (unit, nodes' Python, sanity, lint, tarball) in the background: $checks_log"
 # nice: the integration tests' ansible runs and Grid Engine's daemons come first on the two cores;
@@ -73,48 +104,49 @@ checks_pid=$!
 
 rc=0
 step "integration: bring up the local cluster"
-ansible-playbook playbooks/local_cluster.yml -e cluster=mycluster -e local_cluster_nodes=2 || rc=$?
+run 'cluster bring-up' ansible-playbook playbooks/local_cluster.yml -e cluster=mycluster -e local_cluster_nodes=2
 if [ $rc = 0 ]; then
   marker='integration and not slow'
   [ $full = 1 ] && marker='integration'
   step "integration tests (-m '$marker')"
   # test_transfer_real.py runs as the verify step of the molecule scenario transfer_queue below,
   # on the queues that scenario's converge sets up (one set-up and one removal instead of two)
-  GEB_REQUIRE_CLUSTER=1 pytest tests/integration -q -m "$marker" --durations=25 \
-    --ignore=tests/integration/test_transfer_real.py || rc=$?
+  run 'integration tests' env GEB_REQUIRE_CLUSTER=1 pytest tests/integration -q -m "$marker" --durations=25 \
+    --ignore=tests/integration/test_transfer_real.py
   # Molecule, one scenario per role (extensions/molecule), each create, converge, idempotence,
   # verify, destroy on real namespace nodes. node_join's node is kept (--destroy=never) and is
   # node_leave's starting point (node_leave's destroy removes it if a step failed); sge_cell's cell
   # "remote" is kept for transfer_queue, whose destroy deletes it; sge_master runs after the kill
   # test below, which stops the cluster it starts and stops again.
   step "molecule: node_join, node_leave, provider_local, provider_ec2 (moto_server), task_rebalance"
-  molecule test -s node_join --destroy=never || rc=$?
-  molecule test -s node_leave || rc=$?
-  molecule test -s provider_local || rc=$?
-  molecule test -s provider_ec2 || rc=$?
-  molecule test -s task_rebalance || rc=$?
+  run 'molecule node_join' molecule test -s node_join --destroy=never
+  run 'molecule node_leave' molecule test -s node_leave
+  run 'molecule provider_local' molecule test -s provider_local
+  run 'molecule provider_ec2' molecule test -s provider_ec2
+  run 'molecule task_rebalance' molecule test -s task_rebalance
   step "molecule: sge_cell (kept), then transfer_queue on its cell (verify: tests/integration/test_transfer_real.py)"
-  molecule test -s sge_cell --destroy=never || rc=$?
-  molecule test -s transfer_queue || rc=$?
+  run 'molecule sge_cell' molecule test -s sge_cell --destroy=never
+  run 'molecule transfer_queue' molecule test -s transfer_queue
 fi
 # kill_cluster: the balancer itself tears the cluster down after its jobs (it must come last)
 step "integration: the balancer terminates the cluster (kill_cluster, tests/integration -m kill)"
-GEB_REQUIRE_CLUSTER=1 pytest tests/integration -q -m kill -s || rc=$?
+run 'kill test' env GEB_REQUIRE_CLUSTER=1 pytest tests/integration -q -m kill -s
 step "molecule: sge_master (the qmaster the kill test stopped: started, checked, stopped)"
-molecule test -s sge_master || rc=$?
+run 'molecule sge_master' molecule test -s sge_master
 step "integration: tear down whatever is left of the local cluster"
-ansible-playbook playbooks/local_cluster.yml -e cluster=mycluster -e local_cluster_state=absent || rc=$?
-if [ $rc = 0 ]; then
+run 'teardown' ansible-playbook playbooks/local_cluster.yml -e cluster=mycluster -e local_cluster_state=absent
+if [ $last_rc = 0 ]; then
   # a cluster built with plain Grid Engine commands (its own cell, on the standard ports, so after
-  # the teardown), adopted from the built tarball with a user's inventory only (docs/adopt.md)
+  # the teardown; it runs even when an earlier step failed, so one run reports on every tier), adopted from the built tarball with a user's inventory only (docs/adopt.md)
   step "adopt: a cluster the collection did not build (tests/adopt)"
-  GEB_REQUIRE_CLUSTER=1 pytest tests/adopt -q -m adopt -s || rc=$?
+  run 'adopt test' env GEB_REQUIRE_CLUSTER=1 pytest tests/adopt -q -m adopt -s
 fi
 
 step "waiting for the checks"
 checks_rc=0
 wait "$checks_pid" || checks_rc=$?
 cat "$checks_log"
+failure_summary
 step "checks: rc $checks_rc; integration: rc $rc"
 [ $checks_rc = 0 ] || { echo "checks failed (rc $checks_rc)"; exit $checks_rc; }
 [ $rc = 0 ] || { echo "integration failed (rc $rc)"; exit $rc; }

@@ -86,7 +86,7 @@ GROUP_VARS = {
     'add_nodes_per_iter': 3,
     'job_wait_time': 15,
     'stabilization_time': 0,
-    'idle_time': 45,
+    'idle_time': 20,
     'drain_settle_time': 3,
 }
 

@@ -108,31 +108,15 @@ def _nothing_left(server, name=NODE):
         assert not any(line.split()[1:2] == [name] for line in handle if line.strip() and not line.startswith('#'))
 
 
-def test_join_run_drain_terminate(ec2):
-    server, vars_path, _work = ec2
-    proc = _playbook('playbooks/node_add.yml', '-e', 'node=%s' % NODE, vars_path=vars_path)
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
-    # one instance, tagged, in the /26; the namespace node answers at its private address
-    (inst,) = [i for i in server.live_instances(CLUSTER) if _tag(i, 'gridengine-balancer:node') == NODE]
-    address = ipaddress.ip_address(inst['PrivateIpAddress'])
-    assert address in ipaddress.ip_network(SUBNET_CIDR)
-    assert _local_node_running(NODE)
-    with open('/etc/hosts') as handle:
-        assert any(line.split()[:2] == [str(address), NODE] for line in handle)
-    assert NODE in _exec_hosts()
-    deadline = time.time() + 120
-    while _qhost_load(NODE) in (None, '-') and time.time() < deadline:
-        time.sleep(2)
-    assert _qhost_load(NODE) not in (None, '-'), 'no load report from %s' % NODE
-
-    # a real job on the new node, ending with exit 0
+def _job_runs_on(node):
+    """A real job pinned to node ends there with exit 0 (its qacct record says so)."""
     jobdir = tempfile.mkdtemp(prefix='geb-ec2job-')
     os.chmod(jobdir, 0o755)
     script = os.path.join(jobdir, 'job.sh')
     with open(script, 'w') as handle:
         handle.write('#!/bin/sh\nhostname\nexit 0\n')
     os.chmod(script, 0o755)
-    sub = _run(['su', '-', JOB_USER, '-c', 'qsub -terse -l h=%s -o /dev/null -e /dev/null %s' % (NODE, script)])
+    sub = _run(['su', '-', JOB_USER, '-c', 'qsub -terse -l h=%s -o /dev/null -e /dev/null %s' % (node, script)])
     assert sub.returncode == 0, sub.stderr
     job = int(sub.stdout.strip().split('.')[0])
     deadline = time.time() + 180
@@ -144,7 +128,39 @@ def test_join_run_drain_terminate(ec2):
         time.sleep(3)
     assert acct is not None and acct.returncode == 0, 'no accounting record of job %d' % job
     fields = dict(line.split(None, 1) for line in acct.stdout.splitlines() if len(line.split(None, 1)) == 2)
-    assert fields['hostname'].strip() == NODE and fields['exit_status'].split()[0] == '0', acct.stdout
+    assert fields['hostname'].strip() == node and fields['exit_status'].split()[0] == '0', acct.stdout
+
+
+def _address_and_hosts_line(server, node):
+    """The node's instance: one, tagged, in the /26; its namespace node runs and /etc/hosts names it."""
+    (inst,) = [i for i in server.live_instances(CLUSTER) if _tag(i, 'gridengine-balancer:node') == node]
+    address = ipaddress.ip_address(inst['PrivateIpAddress'])
+    assert address in ipaddress.ip_network(SUBNET_CIDR)
+    assert _local_node_running(node)
+    with open('/etc/hosts') as handle:
+        assert any(line.split()[:2] == [str(address), node] for line in handle)
+    return inst
+
+
+# The explicit stage playbooks with the ec2 provider (node_add.yml, then node_remove.yml). In the
+# slow tier since 2026-11-28 (CI's 35 minutes): the core tier's balancer poll below makes the same
+# journey through loadbalance.yml (instance in the /26, /etc/hosts, a real job, removal and a
+# terminated instance), and the molecule scenario provider_ec2 launches and terminates.
+@pytest.mark.slow
+def test_join_run_drain_terminate(ec2):
+    server, vars_path, _work = ec2
+    proc = _playbook('playbooks/node_add.yml', '-e', 'node=%s' % NODE, vars_path=vars_path)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    # one instance, tagged, in the /26; the namespace node answers at its private address
+    inst = _address_and_hosts_line(server, NODE)
+    assert NODE in _exec_hosts()
+    deadline = time.time() + 120
+    while _qhost_load(NODE) in (None, '-') and time.time() < deadline:
+        time.sleep(2)
+    assert _qhost_load(NODE) not in (None, '-'), 'no load report from %s' % NODE
+
+    # a real job on the new node, ending with exit 0
+    _job_runs_on(NODE)
 
     # drain and remove: node_leave, then the provider terminates the instance
     proc = _playbook('playbooks/node_remove.yml', '-e', 'node=%s' % NODE, vars_path=vars_path)
@@ -234,7 +250,8 @@ def test_reconcile_reports_unknown_and_removes_exec_host_of_a_gone_instance(ec2)
 
 def test_one_balancer_poll_reconciles_and_grows_with_ec2(ec2):
     """The acting balancer (loadbalance.yml) with the ec2 provider: the poll reconciles first,
-    then grows to min_nodes through EC2 (a real node joins Grid Engine), and the node is removed."""
+    then grows to min_nodes through EC2 (a real node joins Grid Engine at its instance's address
+    and runs a real job), and node_remove drains it and terminates the instance."""
     server, vars_path, _work = ec2
     before = _exec_hosts()
     size = len(before)
@@ -243,6 +260,7 @@ def test_one_balancer_poll_reconciles_and_grows_with_ec2(ec2):
     proc = _playbook('playbooks/loadbalance.yml', '-e', 'min_nodes=%d' % (size + 1), '-e', 'max_nodes=%d' % (size + 1),
                      '-e', 'cluster_node_name_format=ec2poll%03d', vars_path=vars_path)
     new = sorted(_exec_hosts() - before)
+    inst = None
     try:
         assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
         out = ' '.join(proc.stdout.split())
@@ -253,8 +271,14 @@ def test_one_balancer_poll_reconciles_and_grows_with_ec2(ec2):
         while _qhost_load(new[0]) in (None, '-') and time.time() < deadline:
             time.sleep(2)
         assert _qhost_load(new[0]) not in (None, '-')
+        inst = _address_and_hosts_line(server, new[0])
+        # a real job on the node the balancer added, ending with exit 0
+        _job_runs_on(new[0])
     finally:
         for name in new:
             proc = _playbook('playbooks/node_remove.yml', '-e', 'node=%s' % name, vars_path=vars_path)
             assert proc.returncode == 0, proc.stdout[-4000:]
             _nothing_left(server, name)
+    # node_remove drained the node and the provider terminated its instance
+    state = server.client().describe_instances(InstanceIds=[inst['InstanceId']])['Reservations'][0]['Instances'][0]
+    assert state['State']['Name'] == 'terminated'

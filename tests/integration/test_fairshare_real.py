@@ -35,7 +35,10 @@ pytestmark = pytest.mark.integration
 
 DESIRED = {"gebfsalpha": 50, "gebfsbeta": 30, "gebfsgamma": 20}
 RQS = "fairshare"
-ROUNDS = 6
+# Three rounds: the shares are reached after the first generation of jobs under the first round's
+# limits (measured 2026-11-28 with -s: 3/2/1 of 6 slots after round 1 and after each of 6 rounds),
+# and two more rounds show that they hold.
+ROUNDS = 3
 # jobs per project and slot: more than the rounds can run (alpha alone holds every slot at first)
 WORK = 12
 # short jobs: limits only stop new starts, so shares move as jobs end (no job is deleted to help)
