@@ -289,10 +289,12 @@ def test_hinted_run_equals_public_decide_every_tick(policy, billing):
             (run.lives, run.waits, run.timeline, run.scale_events)
 
 
-@pytest.mark.parametrize("policy, billing", [("default", "hourly"), ("starcluster", "hourly")])
+@pytest.mark.parametrize("policy, billing", [("default", "hourly"), ("starcluster", "hourly"),
+                                             ("default", "per_second"), ("parallelcluster", "per_second")])
 @pytest.mark.parametrize("seed", [8, 9, 10])
 def test_emulated_join_polls_equal_a_real_decide_call(policy, billing, seed, monkeypatch):
-    """A poll the engine emulates (hosts changed, stabilization_time > 0) is what decide returns."""
+    """A poll the engine emulates (hosts changed, and stabilization_time > 0 or nothing waiting and
+    no idle host due for removal) is what decide returns."""
     import copy
     real = engine._Sim._emulate_join_poll
     checked = []
