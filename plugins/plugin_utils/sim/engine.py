@@ -497,6 +497,8 @@ class _Sim(_Clock):
         self.running = {}        # job index -> (snapshot entry, [(node, slots)])
         self.running_entries = {}  # job index -> snapshot entry (the snapshot's "running", in start order)
         self.stale = set()       # nodes whose host entry and status wait for the next poll (_refresh_hosts)
+        self.pending_slots = 0     # the slots the waiting jobs need (decide's growth counts them)
+        self.pending_pe_slots = 0  # those of the parallel jobs among them
         # the nodes with a free slot, in join order: ``up`` without the full ones, for the scheduler
         self.open = []           # their places in the join order (node.order), sorted
         self.at = {}             # place in the join order -> node
@@ -622,6 +624,9 @@ class _Sim(_Clock):
         # every node taken but the last gave all its free slots; the last one may have some left
         del self.open[:len(alloc) if not alloc[-1][0].free else len(alloc) - 1]
         self.total_free -= job.procs
+        self.pending_slots -= job.procs
+        if job.procs > 1:
+            self.pending_pe_slots -= job.procs
         res.slot_seconds += job.procs * job.run
         entry = running_entry(job, alloc, now)
         self.running[idx] = (entry, alloc)
@@ -689,6 +694,9 @@ class _Sim(_Clock):
     def _submit(self, idx):
         job = self.jobs[idx]
         self.pending[idx] = pending_entry(job, job.submit)
+        self.pending_slots += job.procs
+        if job.procs > 1:  # (a parallel job: pending_entry gives it a PE)
+            self.pending_pe_slots += job.procs
 
     # ---- the balancer -----------------------------------------------------------------------
     def _wake(self, cursor):
@@ -779,30 +787,30 @@ class _Sim(_Clock):
                 "running": list(self.running_entries.values())}
 
     def _can_emulate(self):
-        """True if the next poll may only record that the set of hosts changed (see _emulate_join_poll).
+        """True if the next poll may be one the engine can emulate (see _emulate_quiet_poll).
 
-        That poll sets ``last_change = now``.  With ``stabilization_time > 0`` the cluster is then
-        not stable: growth is on hold and so is removal (StarCluster's rules and ours alike);
-        only the ``min_nodes`` floor (never needed with ``min_nodes <= 1``: the master counts)
-        and ``kill_cluster`` (off) could act.  Without a stabilization time the poll may act,
-        and :meth:`_emulate_join_poll` emulates it only when it provably does not (:meth:`_quiet`).
+        Only with the hints (the lean call), skipping, a state written by a lean call, no
+        ``min_nodes`` floor (never needed with ``min_nodes <= 1``: the master counts) and
+        ``kill_cluster`` off; and only when the set of hosts changed or a job waits.
         """
         cfg, st = self.cfg, self.state
-        return (self.hints is not None and self.skip and self.host_changed and st is not None
+        return (self.hints is not None and self.skip and (self.host_changed or self.pending) and st is not None
                 and cfg["min_nodes"] <= 1 and not cfg["kill_cluster"]
                 and st.get("cluster_size") is not None and isinstance(st.get("nodes"), dict))
 
-    def _quiet(self, now, nodes, came):
-        """True if a poll at ``now`` with the node records ``nodes`` (those of the hosts that just
-        joined in ``came``) provably adds and removes nothing, whatever the stabilization time.
+    def _quiet(self, now, nodes, came, booting, stable):
+        """True if the poll at ``now`` provably adds and removes nothing.
 
-        Nothing waits, so no profile grows (each one's growth needs a waiting job; the
-        ``min_nodes`` floor is never needed with ``min_nodes <= 1``), and no idle host passes its
-        billing's removal rule (elastic_removal.Removal._removal_candidates, which keeps more
-        hosts than this for other reasons, never fewer); no host is ever unknown here.
+        ``nodes`` are the node records of the state, ``came`` the records of the hosts that just
+        joined, ``booting`` the requests still booting after this poll's census, ``stable``
+        whether the cluster is stable at this poll.  With a job waiting, nothing is removed (no
+        host is ever unknown here), and the profile's growth (:meth:`_grows`) must be nil or on
+        hold; with none waiting, no profile grows, and no idle host may pass its billing's
+        removal rule (elastic_removal.Removal._removal_candidates, which keeps more hosts than
+        this for other reasons, never fewer).
         """
         if self.pending:
-            return False
+            return not (stable and self._grows(now, booting))
         cfg = self.cfg
         if self.policy == "starcluster" or cfg["billing"] == "hourly":
             kill_after = cfg["kill_after"]
@@ -825,17 +833,44 @@ class _Sim(_Clock):
                 return False
         return True
 
-    def _emulate_join_poll(self, now):
-        """The state the lean ``decide`` returns at a poll that only records a change of hosts.
+    def _grows(self, now, booting):
+        """Whether the profile's growth rule wants a node for the waiting jobs at ``now``, with
+        ``booting`` requests still booting (elastic_rules_*: _grow_default, _grow_parallelcluster,
+        _grow_starcluster, with the engine's own counts: every simulated job is runnable, each
+        idle host is an idle worker, each busy host a busy one).  True when unsure."""
+        cfg = self.cfg
+        spn, max_nodes = cfg["slots_per_node"], cfg["max_nodes"]
+        if spn != self.spn or max_nodes is None or max_nodes < self.cap + 1:
+            return True  # (decide's shape or limit could differ from the engine's: ask it)
+        current = len(self.names)
+        room = max(0, max_nodes - current - len(booting))
+        oldest = self.jobs[next(iter(self.pending))].submit  # (the first in submit order)
+        waited = max(0.0, now - oldest)
+        if self.policy == "starcluster":
+            return waited > cfg["job_wait_time"] and current + len(booting) < max_nodes
+        needed = int(math.ceil(self.pending_slots / float(spn)))
+        if self.policy == "parallelcluster":
+            need_now = len(self.busy) + needed - (current - 1) - len(booting)
+        else:
+            if not waited > cfg["job_wait_time"]:
+                return False
+            idle = min(len(self.idle), int(math.ceil(self.pending_pe_slots / float(spn))))
+            need_now = needed - len(booting) - idle
+        return need_now > 0 and room > 0
 
-        Written after elastic._Decision._census / _records_from_hints / run; the unit tests
-        compare it with a real call at every emulated poll.  Returns False (nothing done) when
-        the set of hosts is in fact the same as at the last call, or when, without a
-        stabilization time, the poll might add or remove a node (:meth:`_quiet`).
+    def _emulate_quiet_poll(self, now):
+        """The state the lean ``decide`` returns at a poll that adds and removes nothing.
+
+        Such a poll only records what changed: the hosts that joined or left (then
+        ``last_change = now``), the ``last_busy`` of busy hosts, the requests still booting.
+        It is quiet when the set of hosts changed and ``stabilization_time > 0`` (the cluster is
+        then not stable: growth and removal are on hold, StarCluster's rules and ours alike), or
+        when :meth:`_quiet` proves it.  Written after elastic._Decision._census /
+        _records_from_hints / run; the unit tests compare it with a real call at every emulated
+        poll.  Returns False (nothing done) when the poll may not be quiet: ``decide`` is called.
         """
         st, cfg = self.state, self.cfg
-        if not self.came and not self.went:   # (the hosts that joined and left since the last call)
-            return False
+        changed = bool(self.came or self.went)   # (the hosts that joined and left since the last call)
         nodes = st["nodes"]
         booting = sorted(rec["requested_at"] for rec in st["booting"])
         came = sorted(self.came)
@@ -846,7 +881,10 @@ class _Sim(_Clock):
                 new[name] = {"first_seen": now, "joined": booting.pop(0), "last_busy": None, "launched": True}
             else:
                 new[name] = {"first_seen": now, "joined": now, "last_busy": None}
-        if cfg["stabilization_time"] <= 0 and not self._quiet(now, nodes, new):
+        booting = [t for t in booting if now - t <= cfg["boot_timeout"]]
+        last_change = now if changed else st["last_change"]
+        stable = last_change is None or now - last_change >= cfg["stabilization_time"]
+        if not (changed and not stable) and not self._quiet(now, nodes, new, booting, stable):
             return False
         for name in went:
             del nodes[name]
@@ -855,22 +893,25 @@ class _Sim(_Clock):
             nodes[name]["last_busy"] = now
         self.came.clear()
         self.went.clear()
-        text = []
-        if came:
-            text.append("joined: " + ", ".join(came))
-        if went:
-            text.append("left: " + ", ".join(went))
+        if changed:
+            text = []
+            if came:
+                text.append("joined: " + ", ".join(came))
+            if went:
+                text.append("left: " + ", ".join(went))
+            reason = "hosts changed (%s)" % "; ".join(text)
+        else:
+            reason = st["last_change_reason"]
         self.state = {
-            "schema": st["schema"], "profile": st["profile"], "last_poll": now, "last_change": now,
-            "last_change_reason": "hosts changed (%s)" % "; ".join(text),
-            "cluster_size": st["cluster_size"], "nodes": nodes,
-            "booting": [{"requested_at": t} for t in booting if now - t <= cfg["boot_timeout"]],
+            "schema": st["schema"], "profile": st["profile"], "last_poll": now, "last_change": last_change,
+            "last_change_reason": reason, "cluster_size": st["cluster_size"], "nodes": nodes,
+            "booting": [{"requested_at": t} for t in booting],
             "jobs": {"pending": {}, "running_since": {}, "started": [], "finished": []}}
         return True
 
     def _poll(self, now):
         self._refresh_hosts()
-        if self._can_emulate() and self._emulate_join_poll(now):
+        if self._can_emulate() and self._emulate_quiet_poll(now):
             self.res.emulated += 1
             self.res.decide_calls += 1    # a poll whose decide result is known: counted as a call
             self.last_call = now

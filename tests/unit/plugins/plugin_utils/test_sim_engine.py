@@ -296,7 +296,7 @@ def test_emulated_join_polls_equal_a_real_decide_call(policy, billing, seed, mon
     """A poll the engine emulates (hosts changed, and stabilization_time > 0 or nothing waiting and
     no idle host due for removal) is what decide returns."""
     import copy
-    real = engine._Sim._emulate_join_poll
+    real = engine._Sim._emulate_quiet_poll
     checked = []
 
     def checking(sim, now):
@@ -313,7 +313,7 @@ def test_emulated_join_polls_equal_a_real_decide_call(policy, billing, seed, mon
             checked.append(now)
         return done
 
-    monkeypatch.setattr(engine._Sim, "_emulate_join_poll", checking)
+    monkeypatch.setattr(engine._Sim, "_emulate_quiet_poll", checking)
     fast = engine.simulate(_random_trace(seed), policy, cap=6, slots_per_node=2, billing=billing)
     slow = engine.simulate(_random_trace(seed), policy, cap=6, slots_per_node=2, billing=billing, skip=False,
                            lean=False)
