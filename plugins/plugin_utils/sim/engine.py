@@ -21,10 +21,13 @@ I/O, no Ansible import.  The model (docs/simulator.md has the long version):
   *skipped* only when it provably cannot change anything (see :meth:`_Sim._wake`); the state
   fields a skipped poll would have refreshed that later decisions read (``nodes.*.last_busy``)
   are brought up to date by the engine exactly as that poll would have.  ``skip=False`` calls
-  ``decide`` at every tick; the unit tests check both give identical results.  The poll right
-  after the set of hosts changed is *emulated* when ``stabilization_time > 0`` (it only records
-  the change: :meth:`_Sim._emulate_join_poll`), and the lean ``decide`` gets each host's status
-  from the engine (``hints``) instead of deriving it again; both are unit-tested the same way.
+  ``decide`` at every tick; the unit tests check both give identical results.  A poll that
+  provably adds and removes nothing is *emulated* (it only records what changed:
+  :meth:`_Sim._emulate_quiet_poll`): the poll right after the set of hosts changed when
+  ``stabilization_time > 0``, and any poll at which nothing waits and no idle host is due for
+  removal, or jobs wait and the profile's growth rule wants no node (or is on hold).  The lean
+  ``decide`` gets each host's status from the engine (``hints``) instead of deriving it again;
+  both are unit-tested the same way.
 
 Policies: ``default``, ``starcluster``, ``parallelcluster`` (profiles of ``decide``), ``static``
 (``cap`` nodes from the first submit to the last job end, no boot wait), and ``optimum`` (the
@@ -412,7 +415,15 @@ class _Clock(object):
         node.free = self.spn
         node.host = host_entry(self.spn)
         self.hosts[node.name] = node.host
+        self._place(node)
+
+    def _place(self, node):
+        """``node`` takes the last place in the placement order (``up``, what :func:`fill_up` walks)."""
         self.up.append(node)
+
+    def _unplace(self, node):
+        """``node`` (running nothing) leaves the placement order."""
+        self.up.remove(node)
 
     def _node_gone(self, name, now):
         """The plan removed ``name`` (launched, running nothing): billed until ``now``; the node."""
@@ -420,7 +431,7 @@ class _Clock(object):
         if node.jobs:
             raise RuntimeError("%s: the plan removed a node that runs %d job(s)" % (name, node.jobs))
         if node.up:
-            self.up.remove(node)
+            self._unplace(node)
             del self.hosts[name]
         self.billed -= 1
         self.res.lives.append((node.launched, now))
@@ -491,7 +502,6 @@ class _Sim(_Clock):
         self.res.unplaceable = len(jobs) - len(self.jobs)
         self._start_clock(float(config["interval"]) if config else 60.0)
         self.nodes = {}          # name -> _Node (launched, not yet terminated)
-        self.up = []             # nodes that joined, in join order (placement order)
         self.hosts = {}          # snapshot "hosts", kept up to date
         self.pending = {}        # job index -> snapshot entry (dict keeps submit order)
         self.running = {}        # job index -> (snapshot entry, [(node, slots)])
@@ -499,7 +509,7 @@ class _Sim(_Clock):
         self.stale = set()       # nodes whose host entry and status wait for the next poll (_refresh_hosts)
         self.pending_slots = 0     # the slots the waiting jobs need (decide's growth counts them)
         self.pending_pe_slots = 0  # those of the parallel jobs among them
-        # the nodes with a free slot, in join order: ``up`` without the full ones, for the scheduler
+        # the placement order: the nodes with a free slot, in join order (those fill_up would take)
         self.open = []           # their places in the join order (node.order), sorted
         self.at = {}             # place in the join order -> node
         self.joins = 0
@@ -532,10 +542,6 @@ class _Sim(_Clock):
     def _join(self, node):
         self.booting -= 1
         self._node_up(node)
-        node.order = self.joins   # (the last place: ``open`` stays sorted)
-        self.joins += 1
-        self.open.append(node.order)
-        self.at[node.order] = node
         # the same dict elastic._Decision._host_status builds from node.host
         node.status = {"busy": False, "jobs": 0, "used": 0, "reserved": 0, "unknown": False, "error": False,
                        "exec_host": True, "load": 0.0, "states": ""}
@@ -546,6 +552,18 @@ class _Sim(_Clock):
             self.hints["archs"] = ("lx-amd64",)
         self.total_free += self.spn
         self._hosts_changed(node.name, True)
+
+    def _place(self, node):
+        """``node`` joined: the last place in the join order, with free slots (``open``)."""
+        node.order = self.joins   # (the last place: ``open`` stays sorted)
+        self.joins += 1
+        self.open.append(node.order)
+        self.at[node.order] = node
+
+    def _unplace(self, node):
+        """``node`` leaves (it runs nothing: all its slots are free, so it is in ``open``)."""
+        del self.open[bisect.bisect_left(self.open, node.order)]
+        del self.at[node.order]
 
     def _hosts_changed(self, name, joined):
         """Host ``name`` joined (``joined``) or left: the node names and idle hosts of the hints, and
@@ -578,8 +596,6 @@ class _Sim(_Clock):
         if node.up:
             del self.status[name]
             del self.slots_of[name]
-            del self.open[bisect.bisect_left(self.open, node.order)]  # (it runs nothing: all its slots are free)
-            del self.at[node.order]
             if not self.hosts and self.hints is not None:
                 self.hints["known_queues"] = self.hints["archs"] = ()
             self.total_free -= node.free
