@@ -38,11 +38,16 @@ class Removal(object):
             else:
                 status = self.status
                 names = [n for n in names if not status[n]["jobs"] or n == self.master]
+        hourly = self.billing == "hourly"
         for name in sorted(names):
             st = self.status[name]
             rec = self.nodes[name]
             if name == self.master:
                 keep[name] = "master (never removed%s)" % (", unless kill_cluster" if cfg["kill_cluster"] else "")
+                continue
+            if lean and not (st["unknown"] or st["error"]) and not self._due(rec, hourly):
+                # not yet removable under its billing: whatever else keeps it is only a "keep"
+                # text, which lean plans leave out (an unknown or erring host may warn: the long way)
                 continue
             not_ours = self._not_ours(name, rec)
             if not_ours is not None:
@@ -88,6 +93,17 @@ class Removal(object):
                     keep[name] = "idle %s < idle_time %s" % (fmt_duration(idle_for), fmt_duration(cfg["idle_time"]))
         self._order_candidates(cands)
         return cands, keep, self._unknown_to_remove(dead, keep)
+
+    def _due(self, rec, hourly):
+        """Whether the node of record ``rec`` passes its billing's removal rule now, as the loop of
+        :meth:`_removal_candidates` decides it: up ``kill_after`` minutes or more past its hour
+        (hourly), or idle ``idle_time`` or more (per second)."""
+        if hourly:
+            started = rec.get("joined") or rec["first_seen"]
+            return int(max(0.0, self.now - started) // 60) % 60 >= self.cfg["kill_after"]
+        last_busy = rec.get("last_busy")
+        idle_since = last_busy if last_busy is not None else (rec.get("joined") or rec["first_seen"])
+        return max(0.0, self.now - idle_since) >= self.cfg["idle_time"]
 
     def _not_ours(self, name, rec):
         """None if the balancer may remove host ``name``, else the reason it never does.

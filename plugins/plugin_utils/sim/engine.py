@@ -21,10 +21,13 @@ I/O, no Ansible import.  The model (docs/simulator.md has the long version):
   *skipped* only when it provably cannot change anything (see :meth:`_Sim._wake`); the state
   fields a skipped poll would have refreshed that later decisions read (``nodes.*.last_busy``)
   are brought up to date by the engine exactly as that poll would have.  ``skip=False`` calls
-  ``decide`` at every tick; the unit tests check both give identical results.  The poll right
-  after the set of hosts changed is *emulated* when ``stabilization_time > 0`` (it only records
-  the change: :meth:`_Sim._emulate_join_poll`), and the lean ``decide`` gets each host's status
-  from the engine (``hints``) instead of deriving it again; both are unit-tested the same way.
+  ``decide`` at every tick; the unit tests check both give identical results.  A poll that
+  provably adds and removes nothing is *emulated* (it only records what changed:
+  :meth:`_Sim._emulate_quiet_poll`): the poll right after the set of hosts changed when
+  ``stabilization_time > 0``, and any poll at which nothing waits and no idle host is due for
+  removal, or jobs wait and the profile's growth rule wants no node (or is on hold).  The lean
+  ``decide`` gets each host's status from the engine (``hints``) instead of deriving it again;
+  both are unit-tested the same way.
 
 Policies: ``default``, ``starcluster``, ``parallelcluster`` (profiles of ``decide``), ``static``
 (``cap`` nodes from the first submit to the last job end, no boot wait), and ``optimum`` (the
@@ -33,6 +36,7 @@ lower bound on cost: every slot-second of the trace packed on nodes with zero wa
 
 from __future__ import annotations
 
+import bisect
 import gc
 import heapq
 import math
@@ -241,7 +245,7 @@ def simulate(jobs, policy, cap, slots_per_node=1, boot_delay=120.0, billing="per
 
 
 class _Node(object):
-    __slots__ = ("name", "seq", "launched", "up", "free", "jobs", "busy_since", "host", "status", "boot_end",
+    __slots__ = ("name", "seq", "launched", "up", "free", "jobs", "busy_since", "host", "status", "boot_end", "order",
                  "idle_from", "ran")
 
     def __init__(self, name, seq, launched):
@@ -257,6 +261,7 @@ class _Node(object):
         self.boot_end = launched          # when it joins (the engine sets it at launch)
         self.idle_from = launched         # since when it runs no job (once joined)
         self.ran = False                  # ran a job at some time
+        self.order = None                 # its place in the join order (_Sim: the key of ``open``)
 
 
 _END, _BOOT = 0, 1
@@ -319,17 +324,6 @@ def give_back(alloc):
         host["slots_used"] -= take
         host["load_avg"] = float(host["slots_used"])
         host["running_jobs"] -= 1
-
-
-def _refresh_status(node):
-    """Bring the host status the engine hands to ``decide`` (``hints``) up to date with ``node``'s
-    jobs and slots after a job started or ended there; True when the node is busy."""
-    host, st = node.host, node.status
-    st["jobs"] = node.jobs
-    st["used"] = host["slots_used"]
-    st["load"] = host["load_avg"]
-    st["busy"] = node.jobs > 0 or host["slots_used"] > 0
-    return st["busy"]
 
 
 class _Clock(object):
@@ -421,7 +415,15 @@ class _Clock(object):
         node.free = self.spn
         node.host = host_entry(self.spn)
         self.hosts[node.name] = node.host
+        self._place(node)
+
+    def _place(self, node):
+        """``node`` takes the last place in the placement order (``up``, what :func:`fill_up` walks)."""
         self.up.append(node)
+
+    def _unplace(self, node):
+        """``node`` (running nothing) leaves the placement order."""
+        self.up.remove(node)
 
     def _node_gone(self, name, now):
         """The plan removed ``name`` (launched, running nothing): billed until ``now``; the node."""
@@ -429,7 +431,7 @@ class _Clock(object):
         if node.jobs:
             raise RuntimeError("%s: the plan removed a node that runs %d job(s)" % (name, node.jobs))
         if node.up:
-            self.up.remove(node)
+            self._unplace(node)
             del self.hosts[name]
         self.billed -= 1
         self.res.lives.append((node.launched, now))
@@ -442,13 +444,29 @@ class _Clock(object):
 
     def _went_idle(self, node, now):
         """A skipped poll that saw this node busy would have set its last_busy: do it here."""
+        tick, records = self._skipped_tick(now)
+        if records is not None:
+            _seen_busy(records, node, tick)
+
+    def _skipped_tick(self, now):
+        """(the last poll tick before ``now``, the state's node records) when that tick came after
+        the last ``decide`` call (a skipped poll), else (None, None): what :meth:`_went_idle`
+        needs, worked out once for all the nodes a job leaves at ``now``."""
         if self.state is None:
-            return
+            return None, None
         tick = self._last_tick_before(now)
-        if tick >= node.busy_since and (self.last_call is None or tick > self.last_call):
-            rec = self.state.get("nodes", {}).get(node.name)
-            if rec is not None and (rec.get("last_busy") is None or rec["last_busy"] < tick):
-                rec["last_busy"] = tick
+        if self.last_call is None or tick > self.last_call:
+            return tick, self.state.get("nodes", {})
+        return None, None
+
+
+def _seen_busy(records, node, tick):
+    """The skipped poll at ``tick`` (see _Clock._skipped_tick) saw ``node`` busy if it was busy
+    by then: its record's last_busy moves on to ``tick``."""
+    if tick >= node.busy_since:
+        rec = records.get(node.name)
+        if rec is not None and (rec.get("last_busy") is None or rec["last_busy"] < tick):
+            rec["last_busy"] = tick
 
 
 class _Sim(_Clock):
@@ -479,15 +497,22 @@ class _Sim(_Clock):
         self.skip = skip
         self.keep_timeline = timeline
         self.jobs = [j._replace(submit=j.submit + EPOCH) for j in jobs if j.procs <= cap * spn]
+        self.procs = [j.procs for j in self.jobs]  # (read by every scheduling pass)
         self.res = Result(policy, config["billing"] if config else billing, cap, spn)
         self.res.unplaceable = len(jobs) - len(self.jobs)
         self._start_clock(float(config["interval"]) if config else 60.0)
         self.nodes = {}          # name -> _Node (launched, not yet terminated)
-        self.up = []             # nodes that joined, in join order (placement order)
         self.hosts = {}          # snapshot "hosts", kept up to date
         self.pending = {}        # job index -> snapshot entry (dict keeps submit order)
         self.running = {}        # job index -> (snapshot entry, [(node, slots)])
         self.running_entries = {}  # job index -> snapshot entry (the snapshot's "running", in start order)
+        self.stale = set()       # nodes whose host entry and status wait for the next poll (_refresh_hosts)
+        self.pending_slots = 0     # the slots the waiting jobs need (decide's growth counts them)
+        self.pending_pe_slots = 0  # those of the parallel jobs among them
+        # the placement order: the nodes with a free slot, in join order (those fill_up would take)
+        self.open = []           # their places in the join order (node.order), sorted
+        self.at = {}             # place in the join order -> node
+        self.joins = 0
         self.total_free = 0
         self.booting = 0
         self.dirty = True
@@ -527,6 +552,18 @@ class _Sim(_Clock):
             self.hints["archs"] = ("lx-amd64",)
         self.total_free += self.spn
         self._hosts_changed(node.name, True)
+
+    def _place(self, node):
+        """``node`` joined: the last place in the join order, with free slots (``open``)."""
+        node.order = self.joins   # (the last place: ``open`` stays sorted)
+        self.joins += 1
+        self.open.append(node.order)
+        self.at[node.order] = node
+
+    def _unplace(self, node):
+        """``node`` leaves (it runs nothing: all its slots are free, so it is in ``open``)."""
+        del self.open[bisect.bisect_left(self.open, node.order)]
+        del self.at[node.order]
 
     def _hosts_changed(self, name, joined):
         """Host ``name`` joined (``joined``) or left: the node names and idle hosts of the hints, and
@@ -569,51 +606,113 @@ class _Sim(_Clock):
 
     # ---- the scheduler ---------------------------------------------------------------------
     def _start(self, idx, now):
+        """Start job ``idx`` at ``now``, its slots taken as :func:`fill_up` takes them.
+
+        Only the node's own counters and the busy and idle sets change here; its host entry and
+        status (what the next poll reads) are brought up to date at that poll
+        (:meth:`_refresh_hosts`).  This per-node work is the scheduler's inner loop on wide jobs
+        (a 40,000-job replay places millions of job-node pairs, between a few hundred polls).
+        """
         job = self.jobs[idx]
         del self.pending[idx]
-        alloc = fill_up(self.up, job.procs, now)
-        for node, _take in alloc:
-            _refresh_status(node)
-            if node.jobs == 1:  # it was idle
-                self.idle.discard(node.name)
-                self.busy.add(node.name)
-                self.res.idle_seconds += now - node.idle_from
+        need = job.procs
+        idle, busy, res, stale, at = self.idle, self.busy, self.res, self.stale, self.at
+        alloc = []
+        for place in self.open:     # (the nodes with a free slot, in join order: those fill_up takes)
+            node = at[place]
+            free = node.free
+            take = free if free < need else need
+            node.free = free - take
+            if node.jobs:
+                node.jobs += 1
+            else:  # it was idle
+                node.jobs = 1
+                node.busy_since = now
+                idle.discard(node.name)
+                busy.add(node.name)
+                res.idle_seconds += now - node.idle_from
                 node.ran = True
+            stale.add(node)
+            alloc.append((node, take))
+            need -= take
+            if not need:
+                break
+        # every node taken but the last gave all its free slots; the last one may have some left
+        del self.open[:len(alloc) if not alloc[-1][0].free else len(alloc) - 1]
         self.total_free -= job.procs
-        self.res.slot_seconds += job.procs * job.run
+        self.pending_slots -= job.procs
+        if job.procs > 1:
+            self.pending_pe_slots -= job.procs
+        res.slot_seconds += job.procs * job.run
         entry = running_entry(job, alloc, now)
         self.running[idx] = (entry, alloc)
         self.running_entries[idx] = entry
-        self.res.waits.append(now - job.submit)
+        res.waits.append(now - job.submit)
         self._push(now + job.run, _END, idx)
 
     def _schedule(self, now):
-        if not self.pending or self.total_free <= 0:
+        """Grid Engine's default scheduling pass: the waiting jobs in submit order, each one that
+        fits the free slots starts.  The free slots only go down during a pass and a start only
+        removes its own job, so the jobs to start are picked first and started after."""
+        free = self.total_free
+        if not self.pending or free <= 0:
             return
-        for idx in list(self.pending):
-            if self.jobs[idx].procs <= self.total_free:
-                self._start(idx, now)
-                if self.total_free <= 0:
+        procs = self.procs
+        starts = []
+        for idx in self.pending:
+            need = procs[idx]
+            if need <= free:
+                starts.append(idx)
+                free -= need
+                if free <= 0:
                     break
+        for idx in starts:
+            self._start(idx, now)
 
     def _end(self, idx, now):
+        """Job ``idx`` ends at ``now``: its slots free again (as :func:`give_back` frees them; the
+        host entries wait for the next poll, see :meth:`_start`)."""
         _run, alloc = self.running.pop(idx)
         del self.running_entries[idx]
-        give_back(alloc)
-        for node, _take in alloc:
-            if not _refresh_status(node):
-                self.busy.discard(node.name)
+        idle, busy, nodes, stale = self.idle, self.busy, self.nodes, self.stale
+        tick, records = self._skipped_tick(now)
+        for node, take in alloc:
+            if not node.free:
+                bisect.insort(self.open, node.order)
+            node.free += take
+            node.jobs -= 1
+            stale.add(node)
             if not node.jobs:
-                self.idle.add(node.name)
+                busy.discard(node.name)
+                idle.add(node.name)
                 node.idle_from = now
-                self._went_idle(node, now)
-            if node.name not in self.nodes:
+                if records is not None:  # (_went_idle)
+                    _seen_busy(records, node, tick)
+            if node.name not in nodes:
                 raise RuntimeError("job ended on a terminated node")
-        self.total_free += self.jobs[idx].procs
+        self.total_free += self.procs[idx]
+
+    def _refresh_hosts(self):
+        """Bring the host entry and status of every node whose jobs changed since the last poll up
+        to date (what :func:`fill_up` and :func:`give_back` write, and what ``decide``'s
+        ``_host_status`` makes of the entry: the ``hints``); a node's used slots are its slots
+        less its free ones, and they are 0 exactly when it runs no job."""
+        spn = self.spn
+        for node in self.stale:
+            host, st = node.host, node.status
+            used = spn - node.free
+            host["slots_used"] = st["used"] = used
+            host["load_avg"] = st["load"] = float(used)
+            host["running_jobs"] = st["jobs"] = node.jobs
+            st["busy"] = node.jobs > 0 or used > 0
+        self.stale.clear()
 
     def _submit(self, idx):
         job = self.jobs[idx]
         self.pending[idx] = pending_entry(job, job.submit)
+        self.pending_slots += job.procs
+        if job.procs > 1:  # (a parallel job: pending_entry gives it a PE)
+            self.pending_pe_slots += job.procs
 
     # ---- the balancer -----------------------------------------------------------------------
     def _wake(self, cursor):
@@ -704,61 +803,131 @@ class _Sim(_Clock):
                 "running": list(self.running_entries.values())}
 
     def _can_emulate(self):
-        """True if the next poll only records that the set of hosts changed (see _emulate_join_poll).
+        """True if the next poll may be one the engine can emulate (see _emulate_quiet_poll).
 
-        That poll sets ``last_change = now``, so with ``stabilization_time > 0`` the cluster is
-        not stable: growth is on hold and so is removal (StarCluster's rules and ours alike);
-        only the ``min_nodes`` floor (never needed with ``min_nodes <= 1``: the master counts)
-        and ``kill_cluster`` (off) could act.
+        Only with the hints (the lean call), skipping, a state written by a lean call, no
+        ``min_nodes`` floor (never needed with ``min_nodes <= 1``: the master counts) and
+        ``kill_cluster`` off; and only when the set of hosts changed or a job waits.
         """
         cfg, st = self.cfg, self.state
-        return (self.hints is not None and self.skip and self.host_changed and st is not None
-                and cfg["stabilization_time"] > 0 and cfg["min_nodes"] <= 1 and not cfg["kill_cluster"]
+        return (self.hints is not None and self.skip and (self.host_changed or self.pending) and st is not None
+                and cfg["min_nodes"] <= 1 and not cfg["kill_cluster"]
                 and st.get("cluster_size") is not None and isinstance(st.get("nodes"), dict))
 
-    def _emulate_join_poll(self, now):
-        """The state the lean ``decide`` returns at a poll that only records a change of hosts.
+    def _quiet(self, now, nodes, came, booting, stable):
+        """True if the poll at ``now`` provably adds and removes nothing.
 
-        Written after elastic._Decision._census / _records_from_hints / run; the unit tests
-        compare it with a real call at every emulated poll.  Returns False (nothing done) when
-        the set of hosts is in fact the same as at the last call.
+        ``nodes`` are the node records of the state, ``came`` the records of the hosts that just
+        joined, ``booting`` the requests still booting after this poll's census, ``stable``
+        whether the cluster is stable at this poll.  With a job waiting, nothing is removed (no
+        host is ever unknown here), and the profile's growth (:meth:`_grows`) must be nil or on
+        hold; with none waiting, no profile grows, and no idle host may pass its billing's
+        removal rule (elastic_removal.Removal._removal_candidates, which keeps more hosts than
+        this for other reasons, never fewer).
+        """
+        if self.pending:
+            return not (stable and self._grows(now, booting))
+        cfg = self.cfg
+        if self.policy == "starcluster" or cfg["billing"] == "hourly":
+            kill_after = cfg["kill_after"]
+            for name in self.idle:
+                rec = came.get(name) or nodes.get(name)
+                if rec is None:
+                    return False
+                started = rec.get("joined") or rec["first_seen"]
+                if int(max(0.0, now - started) // 60) % 60 >= kill_after:
+                    return False
+            return True
+        idle_time = cfg["idle_time"]
+        for name in self.idle:
+            rec = came.get(name) or nodes.get(name)
+            if rec is None:
+                return False
+            last_busy = rec.get("last_busy")
+            idle_since = last_busy if last_busy is not None else (rec.get("joined") or rec["first_seen"])
+            if max(0.0, now - idle_since) >= idle_time:
+                return False
+        return True
+
+    def _grows(self, now, booting):
+        """Whether the profile's growth rule wants a node for the waiting jobs at ``now``, with
+        ``booting`` requests still booting (elastic_rules_*: _grow_default, _grow_parallelcluster,
+        _grow_starcluster, with the engine's own counts: every simulated job is runnable, each
+        idle host is an idle worker, each busy host a busy one).  True when unsure."""
+        cfg = self.cfg
+        spn, max_nodes = cfg["slots_per_node"], cfg["max_nodes"]
+        if spn != self.spn or max_nodes is None or max_nodes < self.cap + 1:
+            return True  # (decide's shape or limit could differ from the engine's: ask it)
+        current = len(self.names)
+        room = max(0, max_nodes - current - len(booting))
+        oldest = self.jobs[next(iter(self.pending))].submit  # (the first in submit order)
+        waited = max(0.0, now - oldest)
+        if self.policy == "starcluster":
+            return waited > cfg["job_wait_time"] and current + len(booting) < max_nodes
+        needed = int(math.ceil(self.pending_slots / float(spn)))
+        if self.policy == "parallelcluster":
+            need_now = len(self.busy) + needed - (current - 1) - len(booting)
+        else:
+            if not waited > cfg["job_wait_time"]:
+                return False
+            idle = min(len(self.idle), int(math.ceil(self.pending_pe_slots / float(spn))))
+            need_now = needed - len(booting) - idle
+        return need_now > 0 and room > 0
+
+    def _emulate_quiet_poll(self, now):
+        """The state the lean ``decide`` returns at a poll that adds and removes nothing.
+
+        Such a poll only records what changed: the hosts that joined or left (then
+        ``last_change = now``), the ``last_busy`` of busy hosts, the requests still booting.
+        It is quiet when the set of hosts changed and ``stabilization_time > 0`` (the cluster is
+        then not stable: growth and removal are on hold, StarCluster's rules and ours alike), or
+        when :meth:`_quiet` proves it.  Written after elastic._Decision._census /
+        _records_from_hints / run; the unit tests compare it with a real call at every emulated
+        poll.  Returns False (nothing done) when the poll may not be quiet: ``decide`` is called.
         """
         st, cfg = self.state, self.cfg
+        changed = bool(self.came or self.went)   # (the hosts that joined and left since the last call)
         nodes = st["nodes"]
-        names = set(self.hosts)
-        names.add(MASTER)
-        before = set(nodes)
-        if before == names:
-            return False
         booting = sorted(rec["requested_at"] for rec in st["booting"])
-        came = sorted(names - before)
-        went = sorted(before - names)
-        for name in went:
-            del nodes[name]
+        came = sorted(self.came)
+        went = sorted(self.went)
+        new = {}
         for name in came:
             if booting:  # a host that fills a requested node is one the balancer launched
-                nodes[name] = {"first_seen": now, "joined": booting.pop(0), "last_busy": None, "launched": True}
+                new[name] = {"first_seen": now, "joined": booting.pop(0), "last_busy": None, "launched": True}
             else:
-                nodes[name] = {"first_seen": now, "joined": now, "last_busy": None}
+                new[name] = {"first_seen": now, "joined": now, "last_busy": None}
+        booting = [t for t in booting if now - t <= cfg["boot_timeout"]]
+        last_change = now if changed else st["last_change"]
+        stable = last_change is None or now - last_change >= cfg["stabilization_time"]
+        if not (changed and not stable) and not self._quiet(now, nodes, new, booting, stable):
+            return False
+        for name in went:
+            del nodes[name]
+        nodes.update(new)
         for name in self.busy:            # (no host is ever "unknown" here)
             nodes[name]["last_busy"] = now
         self.came.clear()
         self.went.clear()
-        text = []
-        if came:
-            text.append("joined: " + ", ".join(came))
-        if went:
-            text.append("left: " + ", ".join(went))
+        if changed:
+            text = []
+            if came:
+                text.append("joined: " + ", ".join(came))
+            if went:
+                text.append("left: " + ", ".join(went))
+            reason = "hosts changed (%s)" % "; ".join(text)
+        else:
+            reason = st["last_change_reason"]
         self.state = {
-            "schema": st["schema"], "profile": st["profile"], "last_poll": now, "last_change": now,
-            "last_change_reason": "hosts changed (%s)" % "; ".join(text),
-            "cluster_size": st["cluster_size"], "nodes": nodes,
-            "booting": [{"requested_at": t} for t in booting if now - t <= cfg["boot_timeout"]],
+            "schema": st["schema"], "profile": st["profile"], "last_poll": now, "last_change": last_change,
+            "last_change_reason": reason, "cluster_size": st["cluster_size"], "nodes": nodes,
+            "booting": [{"requested_at": t} for t in booting],
             "jobs": {"pending": {}, "running_since": {}, "started": [], "finished": []}}
         return True
 
     def _poll(self, now):
-        if self._can_emulate() and self._emulate_join_poll(now):
+        self._refresh_hosts()
+        if self._can_emulate() and self._emulate_quiet_poll(now):
             self.res.emulated += 1
             self.res.decide_calls += 1    # a poll whose decide result is known: counted as a call
             self.last_call = now

@@ -289,12 +289,21 @@ def test_hinted_run_equals_public_decide_every_tick(policy, billing):
             (run.lives, run.waits, run.timeline, run.scale_events)
 
 
-@pytest.mark.parametrize("policy, billing", [("default", "hourly"), ("starcluster", "hourly")])
+@pytest.mark.parametrize("policy, billing, overrides", [
+    ("default", "hourly", None), ("starcluster", "hourly", None), ("default", "per_second", None),
+    ("parallelcluster", "per_second", None),
+    # hourly billing without a stabilization time: the kill_after window decides alone
+    ("default", "hourly", {"stabilization_time": 0}), ("starcluster", "hourly", {"stabilization_time": 0}),
+    # a cool-down under per-second billing, and growth capped per poll
+    ("default", "per_second", {"stabilization_time": 120, "add_nodes_per_iter": 1}),
+])
 @pytest.mark.parametrize("seed", [8, 9, 10])
-def test_emulated_join_polls_equal_a_real_decide_call(policy, billing, seed, monkeypatch):
-    """A poll the engine emulates (hosts changed, stabilization_time > 0) is what decide returns."""
+def test_emulated_join_polls_equal_a_real_decide_call(policy, billing, overrides, seed, monkeypatch):
+    """A poll the engine emulates is what decide returns: the poll after a change of hosts with
+    stabilization_time > 0, a poll with nothing waiting and no idle host due for removal, and a
+    poll at which jobs wait and the profile wants no node (or is on hold)."""
     import copy
-    real = engine._Sim._emulate_join_poll
+    real = engine._Sim._emulate_quiet_poll
     checked = []
 
     def checking(sim, now):
@@ -311,10 +320,11 @@ def test_emulated_join_polls_equal_a_real_decide_call(policy, billing, seed, mon
             checked.append(now)
         return done
 
-    monkeypatch.setattr(engine._Sim, "_emulate_join_poll", checking)
-    fast = engine.simulate(_random_trace(seed), policy, cap=6, slots_per_node=2, billing=billing)
-    slow = engine.simulate(_random_trace(seed), policy, cap=6, slots_per_node=2, billing=billing, skip=False,
-                           lean=False)
+    monkeypatch.setattr(engine._Sim, "_emulate_quiet_poll", checking)
+    config = engine.policy_config(policy, 6, 2, billing, overrides=overrides)
+    fast = engine.simulate(_random_trace(seed), policy, cap=6, slots_per_node=2, billing=billing, config=config)
+    slow = engine.simulate(_random_trace(seed), policy, cap=6, slots_per_node=2, billing=billing, config=config,
+                           skip=False, lean=False)
     assert checked and fast.emulated == len(checked)
     assert (fast.lives, fast.waits, fast.timeline, fast.scale_events) == \
         (slow.lives, slow.waits, slow.timeline, slow.scale_events)
