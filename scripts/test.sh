@@ -13,11 +13,11 @@
 # With integration, the checks of step 2 run beside the integration tests (their output goes to
 # .state/checks.log and is printed at the end): the integration tests spend most of their time
 # waiting on Grid Engine, and running both at once saves the checks' 17 minutes on a 2-core machine
-# (the whole run took 44 minutes on 2026-11-28, docs/testing.md). Each side's result decides the
+# (the whole run took 39 minutes on 2026-11-28, docs/testing.md). Each side's result decides the
 # exit status.
 #
 # The integration tests come in two tiers (docs/testing.md):
-#   - core (default, CI): every feature on the real cluster, about 15 minutes, then the molecule scenarios;
+#   - core (default, CI): every feature on the real cluster, about 12 minutes, then the molecule scenarios;
 #   - slow (--full adds it, about 15 minutes more): the infrastructure fault tests (a qmaster
 #     stopped mid-poll, a node vanishing under a job, a node hanging on ssh, a job in a drain's
 #     last second) and the race test (drains while jobs keep arriving). Marked `slow`.
