@@ -16,6 +16,28 @@ import fnmatch
 from .elastic_common import _cmp, _plural, fmt_duration
 
 
+def idle_since(rec):
+    """When the node of record ``rec`` last ran a job as the polls saw it (``last_busy``), else when
+    it joined (or was first seen)."""
+    last_busy = rec.get("last_busy")
+    return last_busy if last_busy is not None else (rec.get("joined") or rec["first_seen"])
+
+
+def minutes_past_hour(rec, now):
+    """The minutes past the last full hour the node of record ``rec`` has been up at ``now``."""
+    return int(max(0.0, now - (rec.get("joined") or rec["first_seen"])) // 60) % 60
+
+
+def removal_due(rec, now, cfg, hourly):
+    """Whether the node of record ``rec`` passes its billing's removal rule at ``now``: up
+    ``kill_after`` minutes or more past its hour (``hourly``), or idle ``idle_time`` or more (per
+    second). :meth:`Removal._removal_candidates` keeps more nodes than this (for other reasons),
+    never fewer; the trace simulator uses it to skip polls that remove nothing."""
+    if hourly:
+        return minutes_past_hour(rec, now) >= cfg["kill_after"]
+    return max(0.0, now - idle_since(rec)) >= cfg["idle_time"]
+
+
 class Removal(object):
     """Part of :class:`policy.elastic._Decision`: removal candidates and ownership."""
 
@@ -45,7 +67,7 @@ class Removal(object):
             if name == self.master:
                 keep[name] = "master (never removed%s)" % (", unless kill_cluster" if cfg["kill_cluster"] else "")
                 continue
-            if lean and not (st["unknown"] or st["error"]) and not self._due(rec, hourly):
+            if lean and not (st["unknown"] or st["error"]) and not removal_due(rec, now, cfg, hourly):
                 # not yet removable under its billing: whatever else keeps it is only a "keep"
                 # text, which lean plans leave out (an unknown or erring host may warn: the long way)
                 continue
@@ -66,12 +88,9 @@ class Removal(object):
                 continue
             if self._profile_keeps(name, st, keep, dead):
                 continue
-            last_busy = rec.get("last_busy")
-            idle_since = last_busy if last_busy is not None else (rec.get("joined") or rec["first_seen"])
-            idle_for = max(0.0, now - idle_since)
-            if self.billing == "hourly":
-                started = rec.get("joined") or rec["first_seen"]
-                mins = int(max(0.0, now - started) // 60) % 60
+            idle_for = max(0.0, now - idle_since(rec))
+            if hourly:
+                mins = minutes_past_hour(rec, now)
                 if lean and mins < cfg["kill_after"]:
                     continue  # only a "keep" text
                 text = "up %dm past the hour" % mins
@@ -93,17 +112,6 @@ class Removal(object):
                     keep[name] = "idle %s < idle_time %s" % (fmt_duration(idle_for), fmt_duration(cfg["idle_time"]))
         self._order_candidates(cands)
         return cands, keep, self._unknown_to_remove(dead, keep)
-
-    def _due(self, rec, hourly):
-        """Whether the node of record ``rec`` passes its billing's removal rule now, as the loop of
-        :meth:`_removal_candidates` decides it: up ``kill_after`` minutes or more past its hour
-        (hourly), or idle ``idle_time`` or more (per second)."""
-        if hourly:
-            started = rec.get("joined") or rec["first_seen"]
-            return int(max(0.0, self.now - started) // 60) % 60 >= self.cfg["kill_after"]
-        last_busy = rec.get("last_busy")
-        idle_since = last_busy if last_busy is not None else (rec.get("joined") or rec["first_seen"])
-        return max(0.0, self.now - idle_since) >= self.cfg["idle_time"]
 
     def _not_ours(self, name, rec):
         """None if the balancer may remove host ``name``, else the reason it never does.

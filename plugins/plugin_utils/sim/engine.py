@@ -43,6 +43,7 @@ import math
 import random
 
 from ..policy import elastic
+from ..policy.elastic_removal import removal_due
 
 POLICIES = ("default", "starcluster", "parallelcluster", "static", "optimum")
 DECIDE_POLICIES = ("default", "starcluster", "parallelcluster")
@@ -828,24 +829,10 @@ class _Sim(_Clock):
         if self.pending:
             return not (stable and self._grows(now, booting))
         cfg = self.cfg
-        if self.policy == "starcluster" or cfg["billing"] == "hourly":
-            kill_after = cfg["kill_after"]
-            for name in self.idle:
-                rec = came.get(name) or nodes.get(name)
-                if rec is None:
-                    return False
-                started = rec.get("joined") or rec["first_seen"]
-                if int(max(0.0, now - started) // 60) % 60 >= kill_after:
-                    return False
-            return True
-        idle_time = cfg["idle_time"]
+        hourly = self.policy == "starcluster" or cfg["billing"] == "hourly"
         for name in self.idle:
             rec = came.get(name) or nodes.get(name)
-            if rec is None:
-                return False
-            last_busy = rec.get("last_busy")
-            idle_since = last_busy if last_busy is not None else (rec.get("joined") or rec["first_seen"])
-            if max(0.0, now - idle_since) >= idle_time:
+            if rec is None or removal_due(rec, now, cfg, hourly):
                 return False
         return True
 
