@@ -295,6 +295,17 @@ def parse_qsub_terse(out):
     raise TransferError('qsub -terse printed no job id: %r' % out[:200])
 
 
+def submitted_anyway(text):
+    """The job id of a qsub that failed but says it submitted the job, else None.
+
+    Seen on a partner cell with no queue instance yet (no execution host: the burst partner at
+    rest): with or without ``-w n`` qsub prints "Unable to run job: warning: tester's job is not
+    allowed to run in any queue", "Your job 8 ("true") has been submitted" and "Exiting.", and
+    exits 1. The job exists: treating it as refused would run it twice."""
+    match = re.search(r'(?m)^Your job(?:-array)? ([0-9]+)[ .]', text)
+    return match.group(1) if match else None
+
+
 def parse_qstat_j(out):
     """Job numbers and whether any is in error state, from ``qstat -j`` text."""
     numbers = re.findall(r'(?m)^job_number:\s+([0-9]+)\s*$', out)
@@ -664,6 +675,11 @@ class Transfer(object):
         rc, out, err = self.runner.run(argv, job_env_for_partner(self.environ, partner))
         if rc != 0:
             text = (err or out).strip()
+            remote_id = submitted_anyway(out + '\n' + err)
+            if remote_id:
+                self.err.write('transfer starter: partner %s qsub exited %s but submitted job %s: %s\n'
+                               % (partner['name'], rc, remote_id, ' '.join(text.split())[:300]))
+                return remote_id
             raise classify_refusal(text if rc != 127 else 'timed out: ' + text)(
                 'partner %s qsub failed (rc %s): %s' % (partner['name'], rc, text[:500]))
         return parse_qsub_terse(out)

@@ -255,6 +255,32 @@ def test_refused_job_goes_back_to_the_local_queues_not_killed(tmp_path):
     assert os.listdir(own(cfg(tmp_path))) == []
 
 
+def test_a_qsub_that_fails_but_submits_is_followed_not_sent_back(tmp_path):
+    # the burst partner at rest (no execution host): qsub warns, submits and exits 1
+    runner = FakeRunner([
+        (['/usr/bin/qstat', '-j', '1995'], 0, LOCAL_J, ''),
+        (['/usr/bin/qsub'], 1, 'Your job 12 ("tq1995_0_ab_job") has been submitted\nExiting.\n',
+         "Unable to run job: warning: tester's job is not allowed to run in any queue\n"),
+        (['/usr/bin/qstat', '-j', '12'], 1, '', 'Following jobs do not exist'),
+        (['/usr/bin/qacct', '-j', '12'], 0, QACCT, ''),
+    ])
+    err = io.StringIO()
+    tr = t.Transfer(cfg(tmp_path), ENV, runner=runner, sleep=Clock().sleep, clock=Clock(), nonce=lambda: 'ab', err=err)
+    assert tr.start('/spool/job_scripts/1995', [], '/w') == 3
+    assert not [call for call in runner.calls if call[0][0] in ('/usr/bin/qalter', '/usr/bin/qconf')]
+    assert 'qsub exited 1 but submitted job 12' in err.getvalue()
+
+
+@pytest.mark.parametrize('text, job', [
+    ('Your job 12 ("x") has been submitted\n', '12'),
+    ('Your job-array 40.1-4:1 ("x") has been submitted\n', '40'),
+    ('Unable to run job: unknown resource "licence"\nExiting.\n', None),
+    ('error: Your job 12 is not a job\n', None),
+])
+def test_submitted_anyway(text, job):
+    assert t.submitted_anyway(text) == job
+
+
 def test_refused_job_that_asked_only_for_the_transfer_queue_is_kept_in_error_state(tmp_path):
     runner = FakeRunner([
         (['/usr/bin/qstat', '-j', '1995'], 0, LOCAL_J + 'hard_queue_list:            transfer.q\n', ''),
