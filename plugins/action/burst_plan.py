@@ -62,9 +62,14 @@ def plan(args):
     partner_facts = args.get("partner")
     if not isinstance(home, dict) or not isinstance(partner_facts, dict):
         raise AnsibleActionFail("burst_plan: home and partner must be ansible_facts.sge of the two cells")
-    state = args.get("state") or {}
-    if not isinstance(state, dict):
-        raise AnsibleActionFail("burst_plan: state must be a dict (read with gridengine.balancer.balancer_state)")
+    state = args.get("state")
+    state = {} if state is None else state
+    routed = state.get("routed") if isinstance(state, dict) else None
+    routed = {} if routed is None else routed
+    if not isinstance(state, dict) or not isinstance(routed, dict) or \
+            not all(isinstance(v, str) for v in routed.values()):
+        raise AnsibleActionFail("burst_plan: state must be a dict (read with gridengine.balancer.balancer_state) "
+                                "whose routed maps job numbers to resource lists")
     complex_name = args.get("remote_complex") or "remote"
     if not _REQUEST_NAME.match(complex_name):
         raise AnsibleActionFail("burst_plan: remote_complex must be a complex name, got %r" % complex_name)
@@ -80,7 +85,7 @@ def plan(args):
     if nodes < 0 or slots < 1:
         raise AnsibleActionFail("burst_plan: partner_nodes must be >= 0 and slots_per_node >= 1")
 
-    routed = dict((str(k), v) for k, v in (state.get("routed") or {}).items())
+    routed = dict((str(k), v) for k, v in routed.items())
     pending = dict((str(j.get("id")), j) for j in home.get("pending") or ())
     running = set(str(j.get("id")) for j in home.get("running") or ())
     # sent jobs that have not reached the partner yet count as its committed slots

@@ -259,6 +259,12 @@ def build_qsub_argv(cfg, partner, command, args, token, environ, cwd, resources=
             '-N', remote_job_name(token, job_name),
             '-ac', 'tq_token=%s,tq_local_job=%s,tq_local_cell=%s' % (
                 token, environ.get('JOB_ID', ''), cfg['local']['cell'])]
+    task = environ.get('SGE_TASK_ID', '')
+    if re.match(r'^[0-9]{1,9}\Z', task) and int(task) > 0:
+        # a task of a local array job is that task at the partner too: a one-task array job N-N,
+        # so that its script sees its own SGE_TASK_ID (a plain job there gets "undefined"; seen:
+        # both tasks of a transferred 1-2 array ran as task "undefined")
+        argv += ['-t', '%d-%d' % (int(task), int(task))]
     verify = partner.get('verify', cfg.get('verify', 'e'))
     if verify:
         argv += ['-w', verify]

@@ -64,7 +64,9 @@ options:
   config:
     description:
       - Options of the rule (C(docs/burst.md)) C(wait), C(boot_delay), C(margin) (seconds), C(cost_aware),
-        C(home_only_complexes), C(transfer_queues); an unknown option fails the task.
+        C(home_only_complexes), C(transfer_queues), C(parallel_jobs) (V(false) keeps a job with a
+        parallel environment at home: the transfer queue has no C(pe_list), so a parallel job
+        sent there could never start); an unknown option fails the task.
     type: dict
     default: {}
   remote_complex:

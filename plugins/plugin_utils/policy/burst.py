@@ -12,7 +12,8 @@ order:
 1. a job that is held or in error is not routed;
 2. a job **pinned to home** stays: a hard queue request naming no transfer queue (``-q``), a hard
    host request (``-l hostname=...``), a hard request of a complex only home has
-   (``home_only_complexes``), or ``-l remote=false`` (seed 002's way of keeping a job local);
+   (``home_only_complexes``), ``-l remote=false`` (seed 002's way of keeping a job local), or,
+   with ``parallel_jobs`` false, a parallel environment (a transfer queue has no ``pe_list``);
 3. a job wider than the partner's cap (``max_nodes`` x ``slots_per_node`` slots) stays;
 4. a job that has waited less than ``wait`` (the user's setting) stays;
 5. **cost-aware**: a job whose expected home wait is at most ``boot_delay + margin`` stays (a
@@ -55,6 +56,7 @@ DEFAULTS = {
     "home_only_complexes": [],    # complexes only home has: a hard request of one pins the job
     "transfer_queues": ["transfer.q"],   # queues a hard -q request may name and still leave
     "horizon_tasks": 100000,      # tasks placed in the shadow schedule in one call
+    "parallel_jobs": True,        # False: a job with a parallel environment (pe) stays at home
 }
 
 HOST_REQUESTS = ("hostname", "h")
@@ -78,8 +80,9 @@ def validate_config(config=None):
     for key in ("wait", "boot_delay", "margin"):
         if not _is_number(cfg[key]) or cfg[key] < 0:
             raise BurstError("%s: must be a number of seconds >= 0, got %r" % (key, cfg[key]))
-    if not isinstance(cfg["cost_aware"], bool):
-        raise BurstError("cost_aware: must be true or false, got %r" % (cfg["cost_aware"],))
+    for key in ("cost_aware", "parallel_jobs"):
+        if not isinstance(cfg[key], bool):
+            raise BurstError("%s: must be true or false, got %r" % (key, cfg[key]))
     for key in ("home_only_complexes", "transfer_queues"):
         if isinstance(cfg[key], str) or not all(isinstance(x, str) for x in cfg[key] or ()):
             raise BurstError("%s: must be a list of names, got %r" % (key, cfg[key]))
@@ -150,6 +153,8 @@ def pinned(job, cfg):
     queues = job.get("hard_queues") or []
     if queues and not any(q.split("@", 1)[0] in cfg["transfer_queues"] for q in queues):
         return "pinned: hard queue request -q %s" % ",".join(queues)
+    if not cfg["parallel_jobs"] and job.get("pe"):
+        return "pinned: parallel job (-pe %s), which the transfer queue does not take" % job["pe"]
     requests = job.get("hard_requests") or {}
     for name in HOST_REQUESTS:
         if name in requests:

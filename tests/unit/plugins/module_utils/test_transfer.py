@@ -118,6 +118,17 @@ def test_qsub_argv_is_data_and_env_is_clean(tmp_path):
     assert 'JOB_ID' not in env and 'TMPDIR' not in env and env['PATH'] == '/usr/bin' and env['FOO'] == 'bar'
 
 
+@pytest.mark.parametrize('task, expected', [
+    ('undefined', None), ('2', ['-t', '2-2']), ('17', ['-t', '17-17']), ('0', None), ('2;id', None), ('', None),
+])
+def test_an_array_task_is_the_same_task_at_the_partner(tmp_path, task, expected):
+    c = cfg(tmp_path)
+    argv = t.build_qsub_argv(c, t.partners_of(c)[0], '/spool/vm/job_scripts/1995', [], 'tq1995_2_ab',
+                             dict(ENV, SGE_TASK_ID=task), '/w')
+    got = argv[argv.index('-t'):argv.index('-t') + 2] if '-t' in argv else None
+    assert got == expected
+
+
 def test_starter_submits_records_waits_and_returns_exit(tmp_path):
     runner = FakeRunner([
         (['/usr/bin/qstat', '-j', '1995'], 0, 'submission_time: Mon Nov 23 18:42:24 2026\n', ''),
