@@ -127,6 +127,9 @@ if [ $rc = 0 ]; then
   step "molecule: sge_cell (kept), then transfer_queue on its cell (verify: tests/integration/test_transfer_real.py)"
   run 'molecule sge_cell' molecule test -s sge_cell --destroy=never
   run 'molecule transfer_queue' molecule test -s transfer_queue
+  # the cell "remote" is free again: the burst shape takes it (docs/burst.md), then deletes it
+  step "integration: burst into a partner cell grown from zero (tests/integration -m burst)"
+  run 'burst test' env GEB_REQUIRE_CLUSTER=1 pytest tests/integration -q -m burst -s
 fi
 # kill_cluster: the balancer itself tears the cluster down after its jobs (it must come last)
 step "integration: the balancer terminates the cluster (kill_cluster, tests/integration -m kill)"
