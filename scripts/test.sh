@@ -129,7 +129,9 @@ if [ $rc = 0 ]; then
   run 'molecule transfer_queue' molecule test -s transfer_queue
   # the cell "remote" is free again: the burst shape takes it (docs/burst.md), then deletes it
   step "integration: burst into a partner cell grown from zero (tests/integration -m burst)"
-  run 'burst test' env GEB_REQUIRE_CLUSTER=1 pytest tests/integration -q -m burst -s
+  burst_marker='burst and not slow'
+  [ $full = 1 ] && burst_marker='burst'
+  run 'burst test' env GEB_REQUIRE_CLUSTER=1 pytest tests/integration -q -m "$burst_marker" -s
 fi
 # kill_cluster: the balancer itself tears the cluster down after its jobs (it must come last)
 step "integration: the balancer terminates the cluster (kill_cluster, tests/integration -m kill)"

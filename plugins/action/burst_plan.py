@@ -5,9 +5,9 @@
 
 Runs ``policy/burst.py``'s ``route`` on the home cell's facts, its accounting (run-time history)
 and the partner cell's facts, and turns the decisions into Grid Engine changes the playbook makes
-with ``qalter -l``: a job sent to the partner gets the transfer queue's boolean complex
+with ``qalter``: a job sent to the partner gets the transfer queue's boolean complex
 (``remote=true``) added to its hard resource list, which the transfer queue requires
-(``transfer_queue_remote_requestable: FORCED``); a job sent earlier that waits at home again (the
+(``transfer_queue_remote_requestable: FORCED``), and the context mark ``tq_burst=1``; a job sent earlier that waits at home again (the
 starter pulled it back, or the partner stopped answering) and that the rule now keeps at home gets
 its own list back. The jobs sent are kept in ``state`` (job number -> the hard resource list it
 had), so that a user's own ``-l remote=true`` is never taken away. Changes nothing itself.
@@ -27,6 +27,9 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.sge_usage impo
 from ansible_collections.gridengine.balancer.plugins.plugin_utils.policy import burst
 
 STATE_SCHEMA = 1
+# The job context variable that marks a job this plan sent: the transfer starter's pull-back gives
+# such a job its own requests back (plugins/module_utils/transfer.py, Transfer.withdraw_burst).
+MARK = "tq_burst"
 # A value written back into a hard resource list: what Grid Engine prints for one (no comma, which
 # separates requests, no '=', no white space or control character).
 _REQUEST_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*\Z")
@@ -112,10 +115,13 @@ def plan(args):
                 notes.append("job %s stays: %s" % (job_id, exc))
                 continue
             requests[complex_name] = "true"
-            send.append({"id": job_id, "resources": request_list(requests), "reason": decision["reason"]})
+            resources = request_list(requests)
+            send.append({"id": job_id, "resources": resources, "reason": decision["reason"],
+                         "qalter": ["-l", resources, "-ac", MARK + "=1", job_id]})
             routed[job_id] = own
         elif decision["to"] == burst.HOME and asked and job_id in routed:
-            recall.append({"id": job_id, "resources": routed[job_id], "reason": decision["reason"]})
+            recall.append({"id": job_id, "resources": routed[job_id], "reason": decision["reason"],
+                           "qalter": ["-l", routed[job_id], "-dc", MARK, job_id]})
     for item in recall:
         del routed[item["id"]]
     # a job that left the home pending list (started in the transfer queue or at home, or deleted)

@@ -202,9 +202,9 @@ def parse_request_list(text):
 
 def parse_local_job(out):
     """What the starter needs of the local job's ``qstat -j`` text: ``submission_time``,
-    ``resources`` (the hard resource requests, ``[(name, value)]``) and ``queues`` (the hard
-    queue list)."""
-    info = {'submission_time': '', 'resources': [], 'queues': []}
+    ``resources`` (the hard resource requests, ``[(name, value)]``), ``queues`` (the hard
+    queue list) and ``context`` (``-ac`` variables, ``{name: value}``)."""
+    info = {'submission_time': '', 'resources': [], 'queues': [], 'context': {}}
     for line in out.splitlines():
         key, sep, value = line.partition(':')
         if not sep:
@@ -216,6 +216,8 @@ def parse_local_job(out):
             info['resources'] = parse_request_list(value)
         elif key == 'hard_queue_list':
             info['queues'] = [q.strip() for q in value.split(',') if q.strip()]
+        elif key == 'context':
+            info['context'] = dict(kv.split('=', 1) for kv in value.split(',') if '=' in kv)
     return info
 
 
@@ -894,7 +896,23 @@ class Transfer(object):
         self.finish()
         self.err.write('transfer starter: partner job %s on %s was still pending while local slots were free; '
                        'pulled back to the local pending list\n' % (remote_id, partner['name']))
+        self.withdraw_burst()
         return EXIT_RESCHEDULE
+
+    def withdraw_burst(self):
+        """A job the burst router sent (context ``tq_burst=1``: it added the transfer queue's complex
+        to the job's own requests) goes back as it was, without the complex, so that no transfer
+        queue takes it again before the router has decided anew (docs/burst.md). A job whose owner
+        asked for the complex is left as it is."""
+        info = self.local_job()
+        if info['context'].get('tq_burst') != '1':
+            return
+        complex_name = self.cfg.get('remote_complex', 'remote')
+        own = ','.join('%s=%s' % kv for kv in info['resources'] if kv[0] != complex_name)
+        rc, out, err = self._q(None, 'qalter', '-l', own, '-dc', 'tq_burst', self.job_id)
+        if rc != 0:
+            self.err.write('transfer starter: qalter -l %s of the pulled-back job failed (%s); the burst '
+                           'router calls it back when it waits at home\n' % (own, (err or out).strip()))
 
     def finish(self):
         for path in (self.rec_path, self.flag_path):
@@ -992,7 +1010,9 @@ def sensor_status(cfg, runner, now):
     """The bulk status of every partner and of the local cluster (one poll of each)."""
     partners = {p['name']: poll_partner(cfg, p, runner) for p in partners_of(cfg)}
     status = {'time': now, 'partners': partners, 'route': route_partners(cfg, partners) if len(partners) > 1 else {}}
-    if cfg.get('local_free_complex'):
+    # the starters' pull-back reads the local free slots too, also when no complex reports them
+    # (the burst shape: its router, not a load threshold, decides which job leaves)
+    if cfg.get('local_free_complex') or cfg.get('pullback_after'):
         rc, out, dummy = runner.run([os.path.join(cfg['bin_dir'], 'qstat'), '-g', 'c', '-xml'], cell_env(cfg['local']))
         try:
             status['local_free'] = free_slots(out, exclude=cfg.get('transfer_queues', ()),

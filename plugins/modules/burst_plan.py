@@ -15,11 +15,11 @@ version_added: 0.1.0
 description:
   - Runs on the controller. Applies the cost-aware routing rule of C(plugins/plugin_utils/policy/burst.py)
     to every waiting job of the home cell, in queue order (C(docs/burst.md) has the rule and its
-    reasons): a job pinned to home, wider than the partner's cap, waiting less than C(wait), or
+    reasons). A job pinned to home, wider than the partner's cap, waiting less than C(wait), or
     expected to start at home within C(boot_delay + margin) stays; otherwise it goes to the partner
     while the partner has room under its node cap.
   - Returns RV(send), the jobs to give the transfer queue's boolean complex (C(qalter -l <own list>,remote=true)),
-    and RV(recall), jobs it sent before that wait at home again (pulled back) and now stay there:
+    and RV(recall), jobs it sent before that wait at home again (pulled back) and now stay there,
     their own hard resource list, as it was before they were sent.
   - The plan is only a decision; it changes nothing and always reports C(changed=false).
 author:
@@ -50,8 +50,8 @@ options:
     required: true
   qacct:
     description:
-      - C(qacct -j -b YYMMDDhhmm) of the home cell, run with C(TZ=UTC) and C(LC_ALL=C): the run times
-        (end - start of each job task) of the history that the expected home wait is computed from.
+      - C(qacct -j -b YYMMDDhhmm) of the home cell, run with C(TZ=UTC) and C(LC_ALL=C). Its run times
+        (end - start of each job task) are the history that the expected home wait is computed from.
       - Omitted or empty, the waiting jobs ahead count only with their C(h_rt) (the wait is underestimated).
     type: str
   state:
@@ -65,7 +65,7 @@ options:
     description:
       - Options of the rule (C(docs/burst.md)) C(wait), C(boot_delay), C(margin) (seconds), C(cost_aware),
         C(home_only_complexes), C(transfer_queues), C(parallel_jobs) (V(false) keeps a job with a
-        parallel environment at home: the transfer queue has no C(pe_list), so a parallel job
+        parallel environment at home, since the transfer queue has no C(pe_list) and a parallel job
         sent there could never start); an unknown option fails the task.
     type: dict
     default: {}
@@ -76,7 +76,7 @@ options:
 notes:
   - The transfer queue must take only the jobs that ask for O(remote_complex)
     (C(transfer_queue_remote_requestable=FORCED)), and the load sensor's local-free threshold
-    must be off: this plan decides which job leaves (C(playbooks/burst.yml) sets both).
+    must be off, because this plan decides which job leaves (C(playbooks/burst.yml) sets both).
 seealso:
   - module: gridengine.balancer.sge_queue_facts
   - module: gridengine.balancer.balancer_state
@@ -97,12 +97,17 @@ EXAMPLES = r"""
 
 RETURN = r"""
 send:
-  description: Jobs to send, each with C(id), C(resources) (the C(qalter -l) argument) and C(reason).
+  description:
+    - Jobs to send, each with C(id), C(resources) (the C(qalter -l) argument), C(reason) and
+      C(qalter), the arguments of C(qalter) (C(-l <resources> -ac tq_burst=1 <id>)). The transfer
+      starter's pull-back gives a job with that mark its own requests back.
   returned: always
   type: list
   elements: dict
 recall:
-  description: Jobs sent before that stay at home now, each with C(id), C(resources) (their own list, maybe empty) and C(reason).
+  description:
+    - Jobs sent before that stay at home now, each with C(id), C(resources) (their own list, maybe
+      empty), C(reason) and C(qalter) (C(-l <resources> -dc tq_burst <id>)).
   returned: always
   type: list
   elements: dict

@@ -34,7 +34,7 @@ PLAYBOOK = os.path.join(ROOT, '.venv/bin/ansible-playbook')
 STATE_DIR = '/var/lib/gridengine-balancer/burst'
 # the rule's times made short for a test: a job may leave after 10 s; the cost rule is exercised
 # once with a margin no wait reaches (nothing leaves) and then with none (every waiting job leaves)
-ROUTE = ['-e', 'burst_wait=10', '-e', 'burst_boot_delay=0', '-e', 'idle_time=30', '-e', 'job_wait_time=0']
+ROUTE = ['-e', 'burst_wait=10', '-e', 'burst_boot_delay=0', '-e', 'idle_time=20', '-e', 'job_wait_time=0']
 
 
 def run(argv, env, check=True, timeout=600):
@@ -123,13 +123,13 @@ def test_a_burst_goes_to_a_partner_that_grows_from_zero_and_shrinks_back(burst):
     started = time.time()
     before = home_layout()
     assert partner_hosts() == [], 'the partner must start with no execution host'
-    # fill every home slot for 80 s, then a burst behind them: two serial jobs, an array job of two
+    # fill every home slot for 50 s, then a burst behind them: two serial jobs, an array job of two
     # tasks (exit 41, 42) and a parallel job (the transfer queue has no PE: it must stay home)
-    fillers = [qsub('-N', 'bfill%d' % i, '-v', 'SLEEP=80,CODE=%d' % (10 + i)) for i in range(home_slots())]
-    serial = [qsub('-N', 'bser%d' % i, '-v', 'SLEEP=15,CODE=%d' % (30 + i)) for i in range(2)]
-    array = qsub('-N', 'barr', '-t', '1-2', '-v', 'SLEEP=15')
+    fillers = [qsub('-N', 'bfill%d' % i, '-v', 'SLEEP=50,CODE=%d' % (10 + i)) for i in range(home_slots())]
+    serial = [qsub('-N', 'bser%d' % i, '-v', 'SLEEP=8,CODE=%d' % (30 + i)) for i in range(2)]
+    array = qsub('-N', 'barr', '-t', '1-2', '-v', 'SLEEP=8')
     parallel = qsub('-N', 'bpar', '-pe', 'smp', '2', '-v', 'SLEEP=5,CODE=50')
-    time.sleep(15)
+    time.sleep(12)
 
     # the cost rule: with a margin no wait reaches, nothing leaves and the partner stays at zero
     out = play('playbooks/loadbalance.yml', '-e', 'cluster=burst', '-e', 'burst_margin=100000', *ROUTE)
@@ -166,3 +166,92 @@ def test_a_burst_goes_to_a_partner_that_grows_from_zero_and_shrinks_back(burst):
         time.sleep(10)
     assert home_layout() == before
     print('burst: %d polls, partner nodes %s, %.0f s' % (polls, sorted(grown), time.time() - started))
+
+
+def acct_records(job_id):
+    """[(qname, exit_status)] of every run of a job, in qacct's order (a rescheduled job has several)."""
+    proc = run(['qacct', '-j', str(job_id)], HOME, check=False)
+    recs = []
+    for block in proc.stdout.split('=' * 62):
+        rec = dict(line.split(None, 1) for line in block.strip().splitlines() if len(line.split(None, 1)) == 2)
+        if rec.get('jobnumber', '').strip() == str(job_id):
+            recs.append((rec['qname'].strip(), int(rec['exit_status'].split()[0])))
+    return recs
+
+
+@pytest.mark.slow
+def test_a_sent_job_is_pulled_back_when_home_frees_and_runs_at_home(burst):
+    """Item 3's pull-back: a job sent to a partner that has not grown yet, still waiting there when
+    home slots free up, comes back with its own requests (the starter's withdraw) and runs at home."""
+    play('playbooks/burst.yml', '-e', 'cluster=mycluster', '-e', 'transfer_queue_pullback_after=10')
+    try:
+        started = time.time()
+        fillers = [qsub('-N', 'bpfill%d' % i, '-v', 'SLEEP=25,CODE=0') for i in range(home_slots())]
+        job = qsub('-N', 'bpull', '-l', 'h_rt=600', '-v', 'SLEEP=3,CODE=61')
+        time.sleep(12)
+        out = play('playbooks/loadbalance.yml', '-e', 'cluster=burst', '-e', 'burst_margin=0', *ROUTE)
+        assert re.search(r'1 of 1 waiting job\(s\) to the partner', out), out[-3000:]
+        # no further poll: the partner does not grow, the job waits there until home frees a slot
+        while not acct(job) or not all(acct(j) for j in fillers):
+            assert time.time() - started < 240, 'bpull not finished'
+            time.sleep(3)
+        assert partner_hosts() == []
+        # its first run, in the transfer queue, ended with 99 (back to the pending list); then at home
+        assert acct_records(job) == [('transfer.q', 99), ('all.q', 61)]
+        detail = run(['qacct', '-j', job], HOME).stdout
+        assert re.search(r'(?m)^failed\s+25\s', detail)
+    finally:
+        play('playbooks/burst.yml', '-e', 'cluster=mycluster')
+
+
+@pytest.mark.slow
+def test_an_ec2_partner_on_moto_grows_from_zero_for_a_burst_and_back(burst, tmp_path):
+    """The same shape with the ec2 provider: EC2 is moto_server on 127.0.0.1 (AWS cannot be reached
+    from here) and each instance boots a namespace node at its private address
+    (provider_ec2_local_boot, tests/integration/files/ec2_vars.yml): the partner's nodes are EC2
+    instances tagged for the cluster "burst", joined to the cell "remote" on its own ports."""
+    import json                                          # pylint: disable=import-outside-toplevel
+    import yaml                                          # pylint: disable=import-outside-toplevel
+    from ansible_collections.gridengine.balancer.tests.unit.plugins.modules.ec2_moto import (  # pylint: disable=import-outside-toplevel
+        MotoEc2)
+    server = MotoEc2().start()
+    vars_path = os.path.join(str(tmp_path), 'ec2.json')
+    try:
+        net = server.network()
+        with open(os.path.join(ROOT, 'tests', 'integration', 'files', 'ec2_vars.yml')) as handle:
+            extra = yaml.safe_load(handle)
+        work = str(tmp_path)
+        extra.update(provider_ec2_endpoint_url=server.endpoint, provider_ec2_subnet_ids=[net['subnet_id']],
+                     provider_ec2_security_group_ids=[net['security_group_id']],
+                     provider_ec2_state_path=os.path.join(work, 'reconcile.json'),
+                     state_path=os.path.join(work, 'state.json'), journal_path=os.path.join(work, 'journal.json'),
+                     lock_path=os.path.join(work, 'lock.json'), burst_state_path=os.path.join(work, 'burst.json'),
+                     cluster_node_name_format='bec2%03d', drain_settle_time=2)
+        with open(vars_path, 'w') as handle:
+            json.dump(extra, handle)
+        poll = ['playbooks/loadbalance.yml', '-e', 'cluster=burst', '-e', '@' + vars_path, '-e', 'burst_margin=0'] + ROUTE
+        started = time.time()
+        fillers = [qsub('-N', 'befill%d' % i, '-v', 'SLEEP=40,CODE=0') for i in range(home_slots())]
+        serial = [qsub('-N', 'bec%d' % i, '-v', 'SLEEP=5,CODE=%d' % (70 + i)) for i in range(2)]
+        time.sleep(12)
+        grown = set()
+        while not all(acct(j) for j in fillers + serial):
+            assert time.time() - started < 480, 'jobs not finished'
+            play(*poll)
+            grown.update(partner_hosts())
+            time.sleep(5)
+        assert grown and all(re.match(r'^bec2[0-9]{3}$', h) for h in grown), grown
+        launched = server.client().describe_instances(Filters=[
+            {'Name': 'tag:gridengine-balancer:cluster', 'Values': ['burst']}])['Reservations']
+        assert launched, 'no EC2 instance was launched for the partner'
+        for i, job in enumerate(serial):
+            assert acct(job) == {'undefined': ('transfer.q', 70 + i, 'NONE')}
+        while partner_hosts():
+            assert time.time() - started < 720, 'partner still has %s' % partner_hosts()
+            play(*poll)
+            time.sleep(10)
+        assert server.live_instances('burst') == []
+    finally:
+        for node in partner_hosts() if os.path.exists(vars_path) else ():
+            play('playbooks/node_remove.yml', '-e', 'cluster=burst', '-e', '@' + vars_path, '-e', 'node=' + node)
+        server.stop()

@@ -57,7 +57,8 @@ def test_a_job_that_would_wait_long_at_home_is_sent_with_its_own_requests_and_re
     out = plan(home([job(7, requests={"h_rt": "3600", "mem_free": "1G"}),
                      job(8, requests={"hostname": "n1"})]))
     assert out["send"] == [{"id": "7", "resources": "h_rt=3600,mem_free=1G,remote=true",
-                            "reason": out["decisions"][0]["reason"]}]
+                            "reason": out["decisions"][0]["reason"],
+                            "qalter": ["-l", "h_rt=3600,mem_free=1G,remote=true", "-ac", "tq_burst=1", "7"]}]
     assert out["decisions"][1]["to"] == "home" and "pinned" in out["decisions"][1]["reason"]
     assert out["recall"] == [] and out["history_jobs"] == 3
     assert out["state"] == {"schema": 1, "routed": {"7": "h_rt=3600,mem_free=1G"}}
@@ -75,7 +76,8 @@ def test_a_job_sent_before_that_waits_at_home_again_and_now_stays_is_called_back
     state = {"schema": 1, "routed": {"7": "h_rt=3600", "8": ""}}
     out = plan(home([job(7, requests={"h_rt": "3600", "remote": "true"}),
                      job(8, requests={"remote": "TRUE"})], free=2), state=state)
-    assert [(r["id"], r["resources"]) for r in out["recall"]] == [("7", "h_rt=3600"), ("8", "")]
+    assert [r["qalter"] for r in out["recall"]] == [["-l", "h_rt=3600", "-dc", "tq_burst", "7"],
+                                                    ["-l", "", "-dc", "tq_burst", "8"]]
     assert out["send"] == [] and out["state"]["routed"] == {}
 
 

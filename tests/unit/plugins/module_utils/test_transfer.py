@@ -179,6 +179,16 @@ def test_sensor_reports_unreachable_partner_as_busy(tmp_path):
     assert out.getvalue() == 'begin\nvm:local_free:3\nvm:remote_pending:99999\nend\n'
 
 
+@pytest.mark.parametrize('complex_name, pullback, counted', [
+    ('local_free', 0, True), ('', 120, True), ('', 0, False)])
+def test_local_free_slots_are_counted_for_the_report_or_for_the_pull_back(tmp_path, complex_name, pullback, counted):
+    c = dict(cfg(tmp_path), local_free_complex=complex_name, pullback_after=pullback)
+    runner = FakeRunner([(['/usr/bin/qstat', '-g', 'c'], 0, QSTAT_GC, '')])
+    status = t.sensor_status(c, runner, 1000.0)
+    assert status.get('local_free') == (3 if counted else None)
+    assert ('local_free' in t.sensor_values(c, status)) == bool(complex_name)
+
+
 # ----------------------------------------------------------------- the howto's improvements --
 
 LOCAL_J = ('job_number:                 1995\nsubmission_time:            Mon Nov 23 18:42:24 2026\n'
@@ -388,6 +398,24 @@ def test_pending_partner_job_is_pulled_back_when_local_slots_free(tmp_path):
     assert names.index('qhold') < names.index('qdel') and 'pulled back' in err.getvalue()
     assert 1040 <= clock.now <= 1045      # pending longer than pullback_after: pulled back as local slots free
     assert os.listdir(own(c)) == []
+
+
+@pytest.mark.parametrize('context, withdrawn', [('tq_burst=1', True), ('tq_burst=0', False), (None, False)])
+def test_a_pulled_back_burst_job_gets_its_own_requests_back(tmp_path, context, withdrawn):
+    # the burst router sent the job: -l <own>,remote=true -ac tq_burst=1 (docs/burst.md)
+    local_j = LOCAL_J + ('context:                    %s\n' % context if context else '')
+    c = dict(cfg(tmp_path), pullback_after=1)
+    rec = {'token': 'tq1995_0_ab', 'remote_id': '12', 'submitted_at': 0, 'partner': 'remote'}
+    runner = FakeRunner([
+        (['/usr/bin/qdel'], 0, '', ''),
+        (['/usr/bin/qstat', '-j', '12'], 1, '', 'Following jobs do not exist'),
+        (['/usr/bin/qstat', '-j', '1995'], 0, local_j, ''),
+        (['/usr/bin/qalter'], 0, 'modified hard resource list of job 1995\n', ''),
+    ])
+    tr = t.Transfer(c, ENV, runner=runner, sleep=lambda s: None, nonce=lambda: 'ab', err=io.StringIO())
+    assert tr.complete_pull_back(t.partners_of(c)[0], rec) == t.EXIT_RESCHEDULE
+    qalter = [call[0][1:] for call in runner.calls if call[0][0] == '/usr/bin/qalter']
+    assert qalter == ([['-l', 'h_vmem=2G,arch=lx-amd64,licence=1', '-dc', 'tq_burst', '1995']] if withdrawn else [])
 
 
 def test_pull_back_keeps_a_job_that_started_meanwhile(tmp_path):
