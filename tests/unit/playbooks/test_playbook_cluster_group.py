@@ -31,12 +31,12 @@ LOOSE = "loose"  # ^[A-Za-z0-9][A-Za-z0-9_.-]*\Z (loadbalance.yml's rule)
 STRICT = "strict"  # ^[A-Za-z_][A-Za-z0-9_]*\Z (local_cluster.yml's)
 TAKE_A_CLUSTER = {
     "loadbalance": LOOSE, "fairshare": LOOSE, "node_add": LOOSE, "node_remove": LOOSE, "rebalance": LOOSE,
-    "multicluster": STRICT, "local_cluster": STRICT,
+    "multicluster": STRICT, "local_cluster": STRICT, "burst": STRICT,
 }
 NO_CLUSTER = {"awx_setup"}  # AWX objects on localhost: no cluster
 # these two build or tear down a cluster on this machine: the tests never let them get past the
 # check (no run with a good cluster), even against unreachable hosts
-BUILDS_A_CLUSTER = {"multicluster", "local_cluster"}
+BUILDS_A_CLUSTER = {"multicluster", "local_cluster", "burst"}
 
 # what each playbook needs besides the cluster, so that a run that passes the check gets to the qmaster
 OTHER_INPUTS = {"node_remove": ["-e", "node=node009"], "fairshare": ["-e", '{"fairshare_desired": {"alpha": 100}}']}

@@ -44,7 +44,8 @@ def calls():
                 data = yaml.safe_load(handle)
             for task in _tasks(data):
                 if MODULE in task:
-                    found.append((os.path.relpath(path, REPO), task.get("name"), task[MODULE] or {}))
+                    found.append((os.path.relpath(path, REPO), task.get("name"), task[MODULE] or {},
+                                  task.get("delegate_to")))
     return found
 
 
@@ -53,8 +54,25 @@ def test_every_sge_queue_facts_call_in_the_playbooks_passes_root_cell_and_comman
     # loadbalance_poll, reconcile, node_add, fairshare
     assert len(found) >= 4, found
     wrong = ["%s: %s: %s=%r" % (path, name, key, args.get(key))
-             for path, name, args in found for key, value in WANTED.items() if args.get(key) != value]
+             for path, name, args, delegate in found for key, value in wanted(delegate).items()
+             if args.get(key) != value]
     assert wrong == [], "\n".join(wrong)
+
+
+def wanted(delegate):
+    """The arguments a read must pass; one delegated to another cluster's master (the burst
+    partner's poll reading its home, ``delegate_to: "{{ burst_home_master }}"``) takes that
+    host's cluster_* variables."""
+    if not delegate:
+        return WANTED
+    host = delegate.strip("{} ")
+    return dict((key, value.replace("{{ cluster_", "{{ hostvars[%s].cluster_" % host)) for key, value in WANTED.items())
+
+
+def test_a_delegated_read_takes_the_other_masters_variables():
+    assert wanted('{{ burst_home_master }}')["sge_cell"] == \
+        "{{ hostvars[burst_home_master].cluster_sge_cell | default('default') }}"
+    assert wanted(None) is WANTED
 
 
 def test_the_checker_finds_a_call_without_command_timeout(tmp_path):
