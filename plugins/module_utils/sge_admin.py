@@ -97,6 +97,16 @@ def check_names(kind, names, option):
             raise SgeAdminError(msg)
 
 
+def name_and_hosts_check(name_kind, hosts_kind):
+    """The input check of a module whose object ``name`` is a name of ``name_kind`` and whose
+    option ``hosts`` (a list, or None) holds names of ``hosts_kind`` (kinds of :func:`name_error`):
+    a ``check(params)`` for :func:`run_admin`."""
+    def check(params):
+        check_names(name_kind, [params["name"]], "name")
+        check_names(hosts_kind, params["hosts"] or [], "hosts")
+    return check
+
+
 def is_hostgroup(name):
     return name.startswith("@")
 

@@ -161,7 +161,7 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin impo
     QUEUE_ATTRIBUTES,
     QUEUE_TEMPLATE,
     SgeAdminError,
-    check_names,
+    name_and_hosts_check,
     render_text,
     run_admin,
     same_host,
@@ -311,12 +311,6 @@ def run(module, admin):
     return with_diff(module, result, before_text, after_text, label)
 
 
-def _check(params):
-    """Refuses bad input (SgeAdminError, naming the option) before anything runs."""
-    check_names("queue", [params["name"]], "name")
-    check_names("host", params["hosts"] or [], "hosts")
-
-
 def main():
     argument_spec = sge_argument_spec(
         name=dict(type="str", required=True),
@@ -327,7 +321,7 @@ def main():
     )
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True,
                            required_by=dict(hosts="instance_state"))
-    run_admin(module, run, _check)
+    run_admin(module, run, name_and_hosts_check("queue", "host"))
 
 
 if __name__ == "__main__":
