@@ -118,10 +118,7 @@ hosts:
   elements: str
   sample: [vm, node001, node002]
 commands:
-  description:
-    - The commands that changed the cluster, in order; in check mode, those that would have run.
-      C(FILE) stands for the temporary object file. On failure, the commands run so far, the
-      failing one last.
+  description: The commands that created, changed or deleted the host group (see the notes).
   returned: always
   type: list
   elements: str
