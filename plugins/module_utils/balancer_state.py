@@ -102,6 +102,14 @@ def cluster_file_module(module_class, argument_spec, **kwargs):
     ))
 
 
+def file_path(params, default):
+    """The path of the file a module works on: its ``path`` parameter, else
+    ``default(cluster)`` (the file in the cluster's directory; ValueError for a bad name)."""
+    if params["path"] is not None:
+        return params["path"]
+    return default(params["cluster"])
+
+
 def check_cluster_name(cluster):
     """Cluster names become a directory name: letters, digits, '_', '.', '-'; no leading dot."""
     if not isinstance(cluster, str) or not _CLUSTER_RE.match(cluster):

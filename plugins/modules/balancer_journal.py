@@ -31,12 +31,8 @@ extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - gridengine.balancer.attributes
   - gridengine.balancer.cluster_file
+  - gridengine.balancer.cluster_file.journal
 options:
-  path:
-    description:
-      - Path of the journal on the target host. Overrides the default derived from O(cluster),
-        C(/var/lib/gridengine-balancer/<cluster>/journal.json).
-    type: path
   state:
     description:
       - V(present) records that O(operation) of O(node) is in flight. If that very operation is
@@ -188,7 +184,7 @@ diff:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_state import cluster_file_module, cluster_file_spec
+from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_state import cluster_file_module, cluster_file_spec, file_path
 from ansible_collections.gridengine.balancer.plugins.module_utils.results import with_diff
 from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_journal import (
     JournalConflict,
@@ -218,8 +214,7 @@ def main():
     p = module.params
     path = p["path"]
     try:
-        if path is None:
-            path = default_path(p["cluster"])
+        path = file_path(p, default_path)
         check_node(p["node"])
         if p["attempt"] and p["state"] != "present":
             raise ValueError("attempt: counts an attempt of a recorded operation; it needs state=present")

@@ -22,12 +22,7 @@ extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - gridengine.balancer.attributes.no_diff
   - gridengine.balancer.cluster_file
-options:
-  path:
-    description:
-      - Path of the journal on the target host. Overrides the default derived from O(cluster),
-        C(/var/lib/gridengine-balancer/<cluster>/journal.json).
-    type: path
+  - gridengine.balancer.cluster_file.journal
 notes:
   - The journal is read without waiting for writers; every write replaces it atomically, so the
     result is the journal before or after a concurrent change, never a mix.
@@ -71,7 +66,7 @@ operations:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_state import cluster_file_module, cluster_file_spec
+from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_state import cluster_file_module, cluster_file_spec, file_path
 from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_journal import (
     JournalError,
     default_path,
@@ -83,8 +78,7 @@ def main():
     module = cluster_file_module(AnsibleModule, cluster_file_spec())
     path = module.params["path"]
     try:
-        if path is None:
-            path = default_path(module.params["cluster"])
+        path = file_path(module.params, default_path)
         operations, exists = read_journal(path)
     except ValueError as exc:
         module.fail_json(msg=str(exc), path=path)

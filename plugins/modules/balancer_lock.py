@@ -234,6 +234,7 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_state
     cluster_file_module,
     cluster_file_spec,
     dumps,
+    file_path,
 )
 from ansible_collections.gridengine.balancer.plugins.module_utils.results import with_diff
 
@@ -291,8 +292,7 @@ def main():
     p = module.params
     path = p["path"]
     try:
-        if path is None:
-            path = default_path(p["cluster"])
+        path = file_path(p, default_path)
         if p["state"] == "present" and p["token"] is None and not (p["owner"] or "").strip():
             raise ValueError("owner is required to take the lock (state=present without token): "
                              "say who runs, for example the controller host, pid and playbook")

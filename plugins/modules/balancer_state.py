@@ -142,6 +142,7 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_state
     cluster_file_spec,
     default_path,
     dumps,
+    file_path,
     read_state,
     read_state_or_move_aside,
     write_atomic,
@@ -168,12 +169,10 @@ def main():
         required_if=[("state", "present", ("content",))],
     )
     params = module.params
-    path = params["path"]
-    if path is None:
-        try:
-            path = default_path(params["cluster"])
-        except ValueError as exc:
-            module.fail_json(msg=str(exc))
+    try:
+        path = file_path(params, default_path)
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
 
     try:
         if params["on_corrupt"] == "fail":
