@@ -9,9 +9,8 @@ __metaclass__ = type
 class ModuleDocFragment(object):
     """What the modules that keep one of a cluster's balancer files on the qmaster share
     (balancer_state, balancer_journal, balancer_journal_info, balancer_lock, task_registry): the
-    option O(cluster), which names the file's directory. Each module documents O(path) itself,
-    with its file's name; the journal's two modules (balancer_journal, balancer_journal_info),
-    whose O(path) is the same, share ``JOURNAL`` (``gridengine.balancer.cluster_file.journal``). The argument spec is ``cluster_file_spec``
+    option O(cluster), which names the file's directory. Each module
+    documents O(path) itself, with its file's name. The argument spec is ``cluster_file_spec``
     in ``plugins/module_utils/balancer_state.py``. Their attributes are those of
     ``gridengine.balancer.attributes``."""
 
@@ -24,13 +23,4 @@ options:
       - Letters, digits, V(_), V(.) and V(-), starting with a letter or digit.
       - One of O(cluster) and O(path) is required.
     type: str
-"""
-
-    JOURNAL = r"""
-options:
-  path:
-    description:
-      - Path of the journal on the target host. Overrides the default derived from O(cluster),
-        C(/var/lib/gridengine-balancer/<cluster>/journal.json).
-    type: path
 """

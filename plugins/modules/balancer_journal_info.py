@@ -22,7 +22,12 @@ extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - gridengine.balancer.attributes.no_diff
   - gridengine.balancer.cluster_file
-  - gridengine.balancer.cluster_file.journal
+options:
+  path:
+    description:
+      - Path of the journal on the target host. Overrides the default derived from O(cluster),
+        C(/var/lib/gridengine-balancer/<cluster>/journal.json).
+    type: path
 notes:
   - The journal is read without waiting for writers; every write replaces it atomically, so the
     result is the journal before or after a concurrent change, never a mix.

@@ -3,9 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Shared options once (DESIGN.md habit 12) for the modules that keep one of a cluster's balancer
 files: each documents ``cluster`` through the doc fragment gridengine.balancer.cluster_file (and
-not itself), documents ``path`` itself with its file's name (the journal's two modules through the
-fragment's JOURNAL), and builds both into its argument spec from balancer_state.cluster_file_spec
-with required_one_of=CLUSTER_OR_PATH."""
+not itself), documents ``path`` itself with its file's name, and builds both into its argument
+spec from balancer_state.cluster_file_spec with required_one_of=CLUSTER_OR_PATH."""
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
@@ -34,14 +33,8 @@ MODULES = ["balancer_journal", "balancer_journal_info", "balancer_lock", "balanc
 def test_documents_cluster_through_the_fragment(name):
     doc = yaml.safe_load(importlib.import_module(PACKAGE + name).DOCUMENTATION)
     assert FRAGMENT in doc["extends_documentation_fragment"], name
-    options = doc.get("options") or {}  # (balancer_journal_info has none of its own)
-    assert "cluster" not in options, "%s documents cluster itself" % name
-    # path: the module's own, or (the journal's two modules) the fragment's JOURNAL
-    path = options.get("path")
-    if FRAGMENT + ".journal" in doc["extends_documentation_fragment"]:
-        assert path is None, "%s documents path beside the fragment's" % name
-        path = yaml.safe_load(ModuleDocFragment.JOURNAL)["options"]["path"]
-    assert "/var/lib/gridengine-balancer/<cluster>/" in " ".join(path["description"]), name
+    assert "cluster" not in doc["options"], "%s documents cluster itself" % name
+    assert "/var/lib/gridengine-balancer/<cluster>/" in " ".join(doc["options"]["path"]["description"]), name
 
 
 @pytest.mark.parametrize("name", MODULES)
