@@ -204,7 +204,9 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_journ
 
 
 def main():
-    module = cluster_file_module(AnsibleModule, cluster_file_spec(
+    module = cluster_file_module(
+        AnsibleModule,
+        cluster_file_spec(
             state=dict(type="str", choices=["present", "absent"], default="present"),
             node=dict(type="str", required=True),
             operation=dict(type="str", choices=["join", "leave"]),

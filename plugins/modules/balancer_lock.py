@@ -281,7 +281,9 @@ def run(module, path):
 
 
 def main():
-    module = cluster_file_module(AnsibleModule, cluster_file_spec(
+    module = cluster_file_module(
+        AnsibleModule,
+        cluster_file_spec(
             state=dict(type="str", choices=["present", "absent"], default="present"),
             owner=dict(type="str"),
             token=dict(type="str", no_log=False),

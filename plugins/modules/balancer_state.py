@@ -161,7 +161,9 @@ def _newer_schema(current, content):
 
 
 def main():
-    module = cluster_file_module(AnsibleModule, cluster_file_spec(
+    module = cluster_file_module(
+        AnsibleModule,
+        cluster_file_spec(
             state=dict(type="str", choices=["read", "present"], default="read"),
             content=dict(type="dict"),
             on_corrupt=dict(type="str", choices=["move_aside", "fail"], default="move_aside"),
