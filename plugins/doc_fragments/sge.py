@@ -14,7 +14,8 @@ class ModuleDocFragment(object):
 
     ``ADMIN`` (``gridengine.balancer.sge.admin``, listed after this one): what the modules that
     change a Grid Engine object through ``sge_admin.SgeAdmin`` add, full check and diff mode and
-    the note on check mode (the changing commands are only recorded).
+    the notes on check mode (the changing commands are only recorded) and on the ``commands``
+    each of them returns (its RETURN says only what they are for that module).
 
     ``SHARES`` (``gridengine.balancer.sge.shares``): the share options of projects and user sets
     (sge_project, sge_userset; argument spec ``shares_spec`` in ``sge_access.py``)."""
@@ -69,6 +70,9 @@ options:
     ADMIN = r"""
 notes:
   - In check mode nothing is run that changes the cluster; the result tells what would change.
+  - The result's C(commands) lists the commands that changed the cluster, in order; in check mode,
+    those that would have run. C(FILE) stands for the temporary file a command reads the object
+    from. When the task fails, C(commands) lists the commands run so far, the failing one last.
 attributes:
   check_mode:
     support: full

@@ -89,6 +89,27 @@ def plain_path_result(module):
     return module
 
 
+def cluster_file_module(module_class, argument_spec, **kwargs):
+    """The module object (``module_class``: AnsibleModule) of a module that keeps one of a
+    cluster's balancer files: ``argument_spec`` (made with :func:`cluster_file_spec`), one of
+    ``cluster`` and ``path`` required, check mode supported, ``path`` returned as it is
+    (:func:`plain_path_result`). ``kwargs`` go to ``module_class`` as they are (``required_if``)."""
+    return plain_path_result(module_class(
+        argument_spec=argument_spec,
+        required_one_of=CLUSTER_OR_PATH,
+        supports_check_mode=True,
+        **kwargs
+    ))
+
+
+def file_path(params, default):
+    """The path of the file a module works on: its ``path`` parameter, else
+    ``default(cluster)`` (the file in the cluster's directory; ValueError for a bad name)."""
+    if params["path"] is not None:
+        return params["path"]
+    return default(params["cluster"])
+
+
 def check_cluster_name(cluster):
     """Cluster names become a directory name: letters, digits, '_', '.', '-'; no leading dot."""
     if not isinstance(cluster, str) or not _CLUSTER_RE.match(cluster):

@@ -31,6 +31,8 @@ import socket
 import tempfile
 import time
 
+from ansible_collections.gridengine.balancer.plugins.module_utils.child_process import collect_child
+
 try:
     import ipaddress
     HAS_IPADDRESS = True
@@ -318,16 +320,8 @@ def spawn_detached(argv, env, log_path, cwd='/'):
             status = 0
         finally:
             os._exit(status)
-    os.close(write_fd)
-    chunks = []
-    while True:
-        chunk = os.read(read_fd, 64)
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(read_fd)
-    dummy, status = os.waitpid(child, 0)
-    data = b''.join(chunks).decode('ascii')
+    data, status = collect_child(child, read_fd, write_fd)
+    data = data.decode('ascii')
     if status != 0 or not data.isdigit():
         raise OSError('could not start %s (fork failed)' % argv[0])
     return int(data)

@@ -97,6 +97,16 @@ def check_names(kind, names, option):
             raise SgeAdminError(msg)
 
 
+def name_and_hosts_check(name_kind, hosts_kind):
+    """The input check of a module whose object ``name`` is a name of ``name_kind`` and whose
+    option ``hosts`` (a list, or None) holds names of ``hosts_kind`` (kinds of :func:`name_error`):
+    a ``check(params)`` for :func:`run_admin`."""
+    def check(params):
+        check_names(name_kind, [params["name"]], "name")
+        check_names(hosts_kind, params["hosts"] or [], "hosts")
+    return check
+
+
 def is_hostgroup(name):
     return name.startswith("@")
 
@@ -392,6 +402,57 @@ def render_text(obj, key_width=0):
         return ""
     width = key_width or max(len(k) for k in obj)
     return "".join("%s %s\n" % (k.ljust(width), v) for k, v in obj.items())
+
+
+# ---------------------------------------------------------------------------------------------
+# an object module's attributes: what is given, what Grid Engine stored
+# ---------------------------------------------------------------------------------------------
+
+def wanted_attributes(attributes, known, name_key, whose, kind):
+    """``{key: text}`` of the ``attributes`` given to an object module, in key order (texts as
+    :func:`to_sge_value` writes them), or SgeAdminError naming the first bad one: ``name_key``
+    (the object's own name, set with the option ``name``; ``whose`` owns it in the message), a key
+    not in ``known`` (``kind`` says what attributes these are), a value no object file can hold."""
+    wanted = {}
+    for key in sorted(attributes):
+        if key == name_key:
+            raise SgeAdminError("attributes: %s is the %s name; set it with name" % (name_key, whose))
+        if key not in known:
+            raise SgeAdminError("attributes: %r is not a %s; known: %s" % (key, kind, ", ".join(known)))
+        text = to_sge_value(key, attributes[key])
+        msg = value_error("attributes.%s" % key, text)
+        if msg:
+            raise SgeAdminError(msg)
+        wanted[key] = text
+    return wanted
+
+
+def warn_stored(module, label, what, given, stored):
+    """Warns that Grid Engine stored ``what`` (an attribute or parameter of ``label``) as
+    ``stored`` although it was given as ``given``: the next run would change it again."""
+    module.warn("%s: %s was given as %r; Grid Engine stored %r. Give it as Grid Engine prints it, "
+                "or every run changes it again." % (label, what, given, stored))
+
+
+def stored_attributes(module, label, stored, wanted):
+    """The attributes ``wanted`` as Grid Engine stored them, from the object ``stored`` read back
+    after a change (None: it is gone, SgeAdminError); a warning for each stored otherwise than
+    given (:func:`warn_stored`)."""
+    if stored is None:
+        raise SgeAdminError("%s: not found after qconf reported success" % label)
+    for key, value in sorted(wanted.items()):
+        if not same_value(key, stored.get(key, "NONE"), value):
+            warn_stored(module, label, key, value, stored.get(key, "NONE"))
+    return dict((k, stored.get(k, "NONE")) for k in wanted)
+
+
+def delete_object(admin, label, option, name, current):
+    """Deletes the object ``name`` with ``qconf <option> name`` when it exists (``current``, as
+    read, is not None). Returns the text of what is deleted (for the diff), "" for nothing."""
+    if current is None:
+        return ""
+    admin.change(label, "qconf", [option, name])
+    return render_text(current)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -26,6 +26,8 @@ import stat
 import tarfile
 import tempfile
 
+from ansible_collections.gridengine.balancer.plugins.module_utils.child_process import collect_child
+
 # \Z, not $: "$" also matches before a trailing newline
 NAME_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_-]{0,63}\Z")
 PARTIAL = ".partial."
@@ -393,17 +395,9 @@ def _as_user(uid, gid, work):
             os.write(write_end, message.encode("utf-8", "replace")[:8000])
         finally:
             os._exit(code)  # pylint: disable=protected-access
-    os.close(write_end)
-    chunks = []
-    while True:
-        block = os.read(read_end, 65536)
-        if not block:
-            break
-        chunks.append(block)
-    os.close(read_end)
-    dummy_pid, status = os.waitpid(pid, 0)
+    data, status = collect_child(pid, read_end, write_end)
     if status != 0:
-        message = b"".join(chunks).decode("utf-8", "replace") or "the unpacking process died (status %d)" % status
+        message = data.decode("utf-8", "replace") or "the unpacking process died (status %d)" % status
         raise TaskDataError(message)
 
 

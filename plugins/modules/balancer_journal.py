@@ -188,7 +188,7 @@ diff:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_state import CLUSTER_OR_PATH, cluster_file_spec, plain_path_result
+from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_state import cluster_file_module, cluster_file_spec, file_path
 from ansible_collections.gridengine.balancer.plugins.module_utils.results import with_diff
 from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_journal import (
     JournalConflict,
@@ -204,8 +204,9 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_journ
 
 
 def main():
-    module = plain_path_result(AnsibleModule(
-        argument_spec=cluster_file_spec(
+    module = cluster_file_module(
+        AnsibleModule,
+        cluster_file_spec(
             state=dict(type="str", choices=["present", "absent"], default="present"),
             node=dict(type="str", required=True),
             operation=dict(type="str", choices=["join", "leave"]),
@@ -214,15 +215,12 @@ def main():
             max_attempts=dict(type="int", default=3),
             error=dict(type="str"),
         ),
-        required_one_of=CLUSTER_OR_PATH,
         required_if=[("state", "present", ("operation",))],
-        supports_check_mode=True,
-    ))
+    )
     p = module.params
     path = p["path"]
     try:
-        if path is None:
-            path = default_path(p["cluster"])
+        path = file_path(p, default_path)
         check_node(p["node"])
         if p["attempt"] and p["state"] != "present":
             raise ValueError("attempt: counts an attempt of a recorded operation; it needs state=present")

@@ -59,31 +59,19 @@ exists:
   type: bool
   sample: true
 operations:
-  description: The operations in flight, oldest first; empty when there are none.
+  description:
+    - The operations in flight, oldest first; empty when there are none.
+    - Each is a record with the fields that RV(gridengine.balancer.balancer_journal#module:record)
+      describes (V(node), V(operation), V(started) on the qmaster's clock, V(detail), and the
+      attempt fields of a record that a poll replayed).
   returned: success
   type: list
   elements: dict
-  contains:
-    node:
-      description: The node.
-      type: str
-      sample: node003
-    operation:
-      description: V(join) or V(leave).
-      type: str
-      sample: join
-    started:
-      description: When the operation was recorded (seconds since the epoch, the qmaster's clock).
-      type: float
-      sample: 1700000000.0
-    detail:
-      description: What was recorded to finish it, for example the node's address.
-      type: dict
-      sample: {"address": "10.0.0.13"}
+  sample: [{"node": "node003", "operation": "join", "started": 1700000000.0, "detail": {"address": "10.0.0.13"}}]
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_state import CLUSTER_OR_PATH, cluster_file_spec, plain_path_result
+from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_state import cluster_file_module, cluster_file_spec, file_path
 from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_journal import (
     JournalError,
     default_path,
@@ -92,15 +80,10 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_journ
 
 
 def main():
-    module = plain_path_result(AnsibleModule(
-        argument_spec=cluster_file_spec(),
-        required_one_of=CLUSTER_OR_PATH,
-        supports_check_mode=True,
-    ))
+    module = cluster_file_module(AnsibleModule, cluster_file_spec())
     path = module.params["path"]
     try:
-        if path is None:
-            path = default_path(module.params["cluster"])
+        path = file_path(module.params, default_path)
         operations, exists = read_journal(path)
     except ValueError as exc:
         module.fail_json(msg=str(exc), path=path)

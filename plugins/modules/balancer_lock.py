@@ -231,10 +231,10 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_lock 
     renew,
 )
 from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_state import (
-    CLUSTER_OR_PATH,
+    cluster_file_module,
     cluster_file_spec,
     dumps,
-    plain_path_result,
+    file_path,
 )
 from ansible_collections.gridengine.balancer.plugins.module_utils.results import with_diff
 
@@ -281,22 +281,20 @@ def run(module, path):
 
 
 def main():
-    module = plain_path_result(AnsibleModule(
-        argument_spec=cluster_file_spec(
+    module = cluster_file_module(
+        AnsibleModule,
+        cluster_file_spec(
             state=dict(type="str", choices=["present", "absent"], default="present"),
             owner=dict(type="str"),
             token=dict(type="str", no_log=False),
             ttl=dict(type="int", default=DEFAULT_TTL),
         ),
-        required_one_of=CLUSTER_OR_PATH,
         required_if=[("state", "absent", ("token",))],
-        supports_check_mode=True,
-    ))
+    )
     p = module.params
     path = p["path"]
     try:
-        if path is None:
-            path = default_path(p["cluster"])
+        path = file_path(p, default_path)
         if p["state"] == "present" and p["token"] is None and not (p["owner"] or "").strip():
             raise ValueError("owner is required to take the lock (state=present without token): "
                              "say who runs, for example the controller host, pid and playbook")

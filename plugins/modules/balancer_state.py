@@ -137,12 +137,12 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gridengine.balancer.plugins.module_utils.balancer_state import (
-    CLUSTER_OR_PATH,
     StateFileError,
+    cluster_file_module,
     cluster_file_spec,
     default_path,
     dumps,
-    plain_path_result,
+    file_path,
     read_state,
     read_state_or_move_aside,
     write_atomic,
@@ -161,23 +161,20 @@ def _newer_schema(current, content):
 
 
 def main():
-    module = plain_path_result(AnsibleModule(
-        argument_spec=cluster_file_spec(
+    module = cluster_file_module(
+        AnsibleModule,
+        cluster_file_spec(
             state=dict(type="str", choices=["read", "present"], default="read"),
             content=dict(type="dict"),
             on_corrupt=dict(type="str", choices=["move_aside", "fail"], default="move_aside"),
         ),
-        required_one_of=CLUSTER_OR_PATH,
         required_if=[("state", "present", ("content",))],
-        supports_check_mode=True,
-    ))
+    )
     params = module.params
-    path = params["path"]
-    if path is None:
-        try:
-            path = default_path(params["cluster"])
-        except ValueError as exc:
-            module.fail_json(msg=str(exc))
+    try:
+        path = file_path(params, default_path)
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
 
     try:
         if params["on_corrupt"] == "fail":

@@ -135,9 +135,7 @@ attributes:
   sample: {"gpu": {"shortcut": "gpu", "type": "INT", "relop": "<=", "requestable": "YES",
            "consumable": "JOB", "default": "0", "urgency": "0"}}
 commands:
-  description:
-    - The commands that changed the cluster; in check mode, those that would have run. C(FILE)
-      stands for the temporary file.
+  description: The commands that changed the complex configuration (see the notes).
   returned: always
   type: list
   elements: str
@@ -149,6 +147,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin import (
     SgeAdminError,
     run_admin,
+    warn_stored,
 )
 from ansible_collections.gridengine.balancer.plugins.module_utils.results import with_diff
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import sge_argument_spec
@@ -269,9 +268,7 @@ def run(module, admin):
                     raise SgeAdminError("%s: %s is not there after qconf -Mc reported success" % (label, name))
                 for field, value in sorted(given.items()):
                     if state == "present" and not complex_same(field, stored[name][field], value):
-                        module.warn("%s: %s of %s was given as %r; Grid Engine stored %r. Give it as "
-                                    "Grid Engine prints it, or every run changes it again."
-                                    % (label, field, name, value, stored[name][field]))
+                        warn_stored(module, label, "%s of %s" % (field, name), value, stored[name][field])
             after = stored
     result = dict(changed=bool(admin.commands), attributes=_public(after, names), commands=admin.commands)
     return with_diff(module, result, complex_text(changed, before), complex_text(changed, after), label)

@@ -113,9 +113,7 @@ parameters:
   type: dict
   sample: {"gid_range": "65300-65399"}
 commands:
-  description:
-    - The commands that changed the cluster; in check mode, those that would have run. C(FILE)
-      stands for the temporary file.
+  description: The commands that changed the global or host configuration (see the notes).
   returned: always
   type: list
   elements: str
@@ -131,6 +129,7 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin impo
     render_object,
     render_text,
     run_admin,
+    warn_stored,
 )
 from ansible_collections.gridengine.balancer.plugins.module_utils.results import with_diff
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import sge_argument_spec
@@ -225,8 +224,7 @@ def run(module, admin):
                     raise SgeAdminError("%s: Grid Engine did not store %s (not a parameter of sge_conf(5)?)"
                                         % (label, key))
                 elif not same(key, stored[key], value):
-                    module.warn("%s: %s was given as %r; Grid Engine stored %r. Give it as Grid Engine "
-                                "prints it, or every run changes it again." % (label, key, value, stored[key]))
+                    warn_stored(module, label, key, value, stored[key])
         after = stored
 
     changed_keys = sorted(set(k for k in (current or {}) if (after or {}).get(k) != current[k])

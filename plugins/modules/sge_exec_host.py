@@ -203,10 +203,7 @@ jobs:
   elements: int
   sample: []
 commands:
-  description:
-    - The commands that changed the cluster, in order; in check mode, those that would have run.
-      C(FILE) stands for the temporary object file. On failure, the commands run so far, the
-      failing one last.
+  description: The commands that registered, changed or removed the execution host (see the notes).
   returned: always
   type: list
   elements: str

@@ -100,9 +100,7 @@ hosts:
   elements: str
   sample: [vm, login01]
 commands:
-  description:
-    - The commands that changed the cluster, in order; in check mode, those that would have run.
-      On failure, the commands run so far, the failing one last.
+  description: The commands that added the hosts to the list or removed them (see the notes).
   returned: always
   type: list
   elements: str

@@ -118,10 +118,7 @@ hosts:
   elements: str
   sample: [vm, node001, node002]
 commands:
-  description:
-    - The commands that changed the cluster, in order; in check mode, those that would have run.
-      C(FILE) stands for the temporary object file. On failure, the commands run so far, the
-      failing one last.
+  description: The commands that created, changed or deleted the host group (see the notes).
   returned: always
   type: list
   elements: str
@@ -132,8 +129,8 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin import (
     SgeAdminError,
-    check_names,
     find_member,
+    name_and_hosts_check,
     run_admin,
     split_list,
     split_value,
@@ -253,12 +250,6 @@ def run(module, admin):
     return with_diff(module, result, _object_text(name, before), _object_text(name, after), label)
 
 
-def _check(params):
-    """Refuses bad input (SgeAdminError, naming the option) before anything runs."""
-    check_names("hostgroup", [params["name"]], "name")
-    check_names("host_or_group", params["hosts"] or [], "hosts")
-
-
 def main():
     argument_spec = sge_argument_spec(
         name=dict(type="str", required=True),
@@ -268,7 +259,7 @@ def main():
     )
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True,
                            required_if=[("mode", "exact", ["hosts"])])
-    run_admin(module, run, _check)
+    run_admin(module, run, name_and_hosts_check("hostgroup", "host_or_group"))
 
 
 if __name__ == "__main__":

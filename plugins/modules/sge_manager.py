@@ -86,9 +86,7 @@ users:
   elements: str
   sample: [root, sgeadmin, balancer]
 commands:
-  description:
-    - The commands that changed the cluster, in order; in check mode, those that would have run.
-      On failure, the commands run so far, the failing one last.
+  description: The commands that added the users to the role or removed them (see the notes).
   returned: always
   type: list
   elements: str

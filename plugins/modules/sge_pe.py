@@ -104,9 +104,7 @@ attributes:
   type: dict
   sample: {"slots": "999", "allocation_rule": "$pe_slots"}
 commands:
-  description:
-    - The commands that changed the cluster, in order; in check mode, those that would have run.
-      C(FILE) stands for the temporary object file.
+  description: The commands that added, changed or deleted the parallel environment (see the notes).
   returned: always
   type: list
   elements: str
@@ -117,13 +115,14 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin import (
     SgeAdminError,
+    delete_object,
     parse_object,
     render_object,
     render_text,
     run_admin,
     same_value,
-    to_sge_value,
-    value_error,
+    stored_attributes,
+    wanted_attributes,
 )
 from ansible_collections.gridengine.balancer.plugins.module_utils.results import with_diff
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import sge_argument_spec
@@ -141,19 +140,8 @@ KEY_WIDTH = 18
 
 def _wanted(attributes, current):
     known = list(PE_ATTRIBUTES[1:]) + [k for k in (current or {}) if k not in PE_ATTRIBUTES]
-    wanted = {}
-    for key in sorted(attributes):
-        if key == "pe_name":
-            raise SgeAdminError("attributes: pe_name is the PE's name; set it with name")
-        if key not in known:
-            raise SgeAdminError("attributes: %r is not a parallel environment attribute (sge_pe(5)); "
-                                "known: %s" % (key, ", ".join(known)))
-        text = to_sge_value(key, attributes[key])
-        msg = value_error("attributes.%s" % key, text)
-        if msg:
-            raise SgeAdminError(msg)
-        wanted[key] = text
-    return wanted
+    return wanted_attributes(attributes, known, "pe_name", "PE's",
+                             "parallel environment attribute (sge_pe(5))")
 
 
 def _read(admin, label, name):
@@ -175,9 +163,7 @@ def run(module, admin):
     result_attributes = {}
 
     if p["state"] == "absent":
-        if current is not None:
-            admin.change(label, "qconf", ["-dp", name])
-            before_text = render_text(current)
+        before_text = delete_object(admin, label, "-dp", name, current)
     elif current is None:
         obj = dict(PE_TEMPLATE)
         obj["pe_name"] = name
@@ -197,15 +183,7 @@ def run(module, admin):
             result_attributes.update(differing)
 
     if p["state"] == "present" and admin.commands and not module.check_mode:
-        stored = _read(admin, label, name)
-        if stored is None:
-            raise SgeAdminError("%s: not found after qconf reported success" % label)
-        result_attributes = dict((k, stored.get(k, "NONE")) for k in wanted)
-        for key, value in sorted(wanted.items()):
-            if not same_value(key, stored.get(key, "NONE"), value):
-                module.warn("%s: %s was given as %r; Grid Engine stored %r. Give it as Grid Engine "
-                            "prints it, or every run changes it again."
-                            % (label, key, value, stored.get(key, "NONE")))
+        result_attributes = stored_attributes(module, label, _read(admin, label, name), wanted)
 
     result = dict(changed=bool(admin.commands), name=name, attributes=result_attributes,
                   commands=admin.commands)

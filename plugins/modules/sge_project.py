@@ -85,9 +85,7 @@ project:
   type: dict
   sample: {"name": "chemistry", "oticket": "0", "fshare": "100", "acl": "chemists", "xacl": "NONE"}
 commands:
-  description:
-    - The commands that changed the cluster, in order; in check mode, those that would have run.
-      C(FILE) stands for the temporary object file.
+  description: The commands that added, changed or deleted the project (see the notes).
   returned: always
   type: list
   elements: str

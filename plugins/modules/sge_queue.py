@@ -144,10 +144,7 @@ instances:
   type: dict
   sample: {"node003": "disabled"}
 commands:
-  description:
-    - The commands that changed the cluster, in order; in check mode, those that would have run.
-      C(FILE) stands for the temporary object file. On failure, the commands run so far, the
-      failing one last.
+  description: The commands that changed the queue or its instances (see the notes).
   returned: always
   type: list
   elements: str
@@ -161,34 +158,19 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin impo
     QUEUE_ATTRIBUTES,
     QUEUE_TEMPLATE,
     SgeAdminError,
-    check_names,
+    delete_object,
+    name_and_hosts_check,
     render_text,
     run_admin,
     same_host,
     same_value,
-    to_sge_value,
-    value_error,
+    stored_attributes,
+    wanted_attributes,
 )
 from ansible_collections.gridengine.balancer.plugins.module_utils.results import with_diff
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import sge_argument_spec
 
 INSTANCE_READS = 3
-
-
-def _wanted_attributes(attributes):
-    wanted = {}
-    for key in sorted(attributes):
-        if key == "qname":
-            raise SgeAdminError("attributes: qname is the queue's name; set it with name")
-        if key not in QUEUE_ATTRIBUTES:
-            raise SgeAdminError("attributes: %r is not a cluster queue attribute (queue_conf(5)); "
-                                "known: %s" % (key, ", ".join(QUEUE_ATTRIBUTES[1:])))
-        text = to_sge_value(key, attributes[key])
-        msg = value_error("attributes.%s" % key, text)
-        if msg:
-            raise SgeAdminError(msg)
-        wanted[key] = text
-    return wanted
 
 
 def _instances(admin, label, name, hosts):
@@ -225,7 +207,8 @@ def run(module, admin):
     p = module.params
     name = p["name"]
     label = "cluster queue %s" % name
-    wanted = _wanted_attributes(p["attributes"] or {})
+    wanted = wanted_attributes(p["attributes"] or {}, QUEUE_ATTRIBUTES[1:], "qname", "queue's",
+                               "cluster queue attribute (queue_conf(5))")
     want_instances = p["instance_state"]
     hosts = p["hosts"]
     if p["state"] == "absent" and want_instances:
@@ -240,9 +223,7 @@ def run(module, admin):
     created = False
 
     if p["state"] == "absent":
-        if current is not None:
-            admin.change(label, "qconf", ["-dq", name])
-            before_text = render_text(current)
+        before_text = delete_object(admin, label, "-dq", name, current)
     elif current is None:
         obj = dict(QUEUE_TEMPLATE)
         obj["qname"] = name
@@ -265,15 +246,7 @@ def run(module, admin):
         result_attributes.update(differing)
 
     if p["state"] == "present" and admin.commands and not module.check_mode:
-        stored = admin.show_object(label, "-sq", name)
-        if stored is None:
-            raise SgeAdminError("%s: not found after qconf reported success" % label)
-        result_attributes = dict((k, stored.get(k, "NONE")) for k in wanted)
-        for key, value in sorted(wanted.items()):
-            if not same_value(key, stored.get(key, "NONE"), value):
-                module.warn("%s: %s was given as %r; Grid Engine stored %r. Give it as "
-                            "Grid Engine prints it, or every run changes it again."
-                            % (label, key, value, stored.get(key, "NONE")))
+        result_attributes = stored_attributes(module, label, admin.show_object(label, "-sq", name), wanted)
 
     if want_instances:
         if created and module.check_mode:
@@ -311,12 +284,6 @@ def run(module, admin):
     return with_diff(module, result, before_text, after_text, label)
 
 
-def _check(params):
-    """Refuses bad input (SgeAdminError, naming the option) before anything runs."""
-    check_names("queue", [params["name"]], "name")
-    check_names("host", params["hosts"] or [], "hosts")
-
-
 def main():
     argument_spec = sge_argument_spec(
         name=dict(type="str", required=True),
@@ -327,7 +294,7 @@ def main():
     )
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True,
                            required_by=dict(hosts="instance_state"))
-    run_admin(module, run, _check)
+    run_admin(module, run, name_and_hosts_check("queue", "host"))
 
 
 if __name__ == "__main__":

@@ -223,7 +223,7 @@ ansible_facts:
           type: list
           elements: dict
           contains:
-            id:
+            id: &job_number
               description: Job number.
               type: int
               sample: 12
@@ -293,10 +293,7 @@ ansible_facts:
           type: list
           elements: dict
           contains:
-            id:
-              description: Job number.
-              type: int
-              sample: 11
+            id: *job_number
             task:
               description: Array task id, or null.
               type: str

@@ -102,7 +102,7 @@ limits:
   elements: str
   sample: ["projects alpha hosts {node001} to slots=2"]
 commands:
-  description: Commands that changed the cluster (in check mode, those that would have run); C(FILE) is the temporary file.
+  description: The commands that added, changed or deleted the resource quota set (see the notes).
   returned: always
   type: list
   elements: str

@@ -71,9 +71,7 @@ parameters:
   type: dict
   sample: {"schedule_interval": "0:0:1"}
 commands:
-  description:
-    - The commands that changed the cluster; in check mode, those that would have run. C(FILE)
-      stands for the temporary file.
+  description: The commands that changed the scheduler configuration (see the notes).
   returned: always
   type: list
   elements: str
@@ -88,6 +86,7 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin impo
     render_object,
     render_text,
     run_admin,
+    warn_stored,
 )
 from ansible_collections.gridengine.balancer.plugins.module_utils.results import with_diff
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import sge_argument_spec
@@ -120,8 +119,7 @@ def run(module, admin):
             result_parameters = dict((k, stored.get(k, "NONE")) for k in given)
             for key, value in sorted(differing.items()):
                 if not same(key, stored.get(key, "NONE"), value):
-                    module.warn("%s: %s was given as %r; Grid Engine stored %r. Give it as Grid Engine "
-                                "prints it, or every run changes it again." % (label, key, value, stored.get(key)))
+                    warn_stored(module, label, key, value, stored.get(key))
     result = dict(changed=bool(admin.commands), parameters=result_parameters, commands=admin.commands)
     return with_diff(module, result, render_text(dict((k, current[k]) for k in differing)),
                      render_text(differing), label)

@@ -107,9 +107,7 @@ entries:
   elements: str
   sample: [alice, bob, "@chem"]
 commands:
-  description:
-    - The commands that changed the cluster, in order; in check mode, those that would have run.
-      C(FILE) stands for the temporary object file.
+  description: The commands that added, changed or deleted the user set (see the notes).
   returned: always
   type: list
   elements: str

@@ -64,11 +64,11 @@ options:
     description: Move a live pointer.
     type: dict
     suboptions:
-      job:
+      job: &task_job
         description: Job name.
         type: str
         required: true
-      task:
+      task: &task_name
         description: Task name.
         type: str
         required: true
@@ -83,14 +83,8 @@ options:
     description: A move to record or drop.
     type: dict
     suboptions:
-      job:
-        description: Job name.
-        type: str
-        required: true
-      task:
-        description: Task name.
-        type: str
-        required: true
+      job: *task_job
+      task: *task_name
       source:
         description: Host the copy moves from.
         type: str

@@ -380,13 +380,7 @@ def write_plots(csv_path, out_dir, cluster=None, max_points=None):
         ax.grid(True, alpha=0.3)
         if column in ("hosts", "slots", "running_jobs", "queued_jobs"):
             ax.set_ylim(bottom=0)
-        fig.autofmt_xdate()
-        fig.tight_layout()
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png")
-        target = os.path.join(out_dir, column + ".png")
-        _atomic_write_bytes(target, buf.getvalue())
-        written.append(target)
+        written.append(_save_plot(fig, out_dir, column))
     for column in COST_PLOTS:
         total = "total_" + column
         points = [(r["time"], r[column], r[total]) for r in rows if r[total] is not None]
@@ -408,14 +402,20 @@ def write_plots(csv_path, out_dir, cluster=None, max_points=None):
         ax.set_title("%s: %s" % (cluster, title) if cluster else title)
         ax.set_xlabel("time (UTC)")
         ax.grid(True, alpha=0.3)
-        fig.autofmt_xdate()
-        fig.tight_layout()
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png")
-        target = os.path.join(out_dir, column + ".png")
-        _atomic_write_bytes(target, buf.getvalue())
-        written.append(target)
+        written.append(_save_plot(fig, out_dir, column))
     return written
+
+
+def _save_plot(fig, out_dir, column):
+    """Lays out ``fig`` (dates on the x axis), writes it atomically as ``<column>.png`` in
+    ``out_dir`` and returns the file's path."""
+    fig.autofmt_xdate()
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    target = os.path.join(out_dir, column + ".png")
+    _atomic_write_bytes(target, buf.getvalue())
+    return target
 
 
 def _format_total(column, value):

@@ -489,6 +489,26 @@ def _partners(model, host, side):
     return others[:keep]
 
 
+def _furthest_partner(model, host, side, partners):
+    """``(source, target)`` of the next move of ``host`` (``side``: heavy or light) with the partner
+    furthest on the other side: the lightest when ``host`` is heavy, the heaviest when it is
+    light. Sorts ``partners`` in that order (the chosen partner first)."""
+    if side == "heavy":
+        partners.sort(key=lambda n: (model.disk_load(n), n))
+        return host, partners[0]
+    partners.sort(key=lambda n: (-model.disk_load(n), n))
+    return partners[0], host
+
+
+def _eligible(model, key, source, target, skipped):
+    """True when the copy ``key`` may move from ``source`` to ``target``; otherwise the reason
+    joins ``skipped`` (the first 50 reasons only) and the answer is False."""
+    why = model.ineligible(key, source, target)
+    if why and len(skipped) < 50:
+        skipped.append("%s on %s not moved to %s: %s" % (task_label(*key), source, target, why))
+    return not why
+
+
 def _pick_for_disk(model, source, target, room, skipped):
     """The copy on ``source`` to move to ``target``: the largest eligible copy not above ``room``
     bytes, preferring one whose job the move spreads better (source holds 2+ more than target)."""
@@ -498,10 +518,7 @@ def _pick_for_disk(model, source, target, room, skipped):
         copy = model.copies[key][source]
         if copy["bytes"] > room:
             continue
-        why = model.ineligible(key, source, target)
-        if why:
-            if len(skipped) < 50:
-                skipped.append("%s on %s not moved to %s: %s" % (task_label(*key), source, target, why))
+        if not _eligible(model, key, source, target, skipped):
             continue
         job = key[0]
         spreads = model.job_count(job, source) - model.job_count(job, target) >= 2
@@ -527,12 +544,7 @@ def _disk_balance(model, host, side, budget, specified, moves, skipped, rule="di
         if done:
             return
         # the partner furthest on the other side, then the amount that moves neither past the mean
-        if side == "heavy":
-            partners.sort(key=lambda n: (model.disk_load(n), n))
-            source, target = host, partners[0]
-        else:
-            partners.sort(key=lambda n: (-model.disk_load(n), n))
-            source, target = partners[0], host
+        source, target = _furthest_partner(model, host, side, partners)
         s, t = model.hosts[source], model.hosts[target]
         room = min((model.disk_load(source) - mean) * s["cap"], (mean - model.disk_load(target)) * t["cap"])
         key = _pick_for_disk(model, source, target, room, skipped)
@@ -583,10 +595,7 @@ def _pick_for_band(model, source, target, room, need, skipped):
         size = copy["bytes"]
         if size > room:
             continue
-        why = model.ineligible(key, source, target)
-        if why:
-            if len(skipped) < 50:
-                skipped.append("%s on %s not moved to %s: %s" % (task_label(*key), source, target, why))
+        if not _eligible(model, key, source, target, skipped):
             continue
         job = key[0]
         if size >= need:
@@ -619,12 +628,7 @@ def _band_balance(model, host, side, budget, specified, moves, skipped):
         need = (load - high if side == "heavy" else low - load) * h["cap"]
         if need <= 0:
             return
-        if side == "heavy":
-            partners.sort(key=lambda n: (model.disk_load(n), n))
-            source, target = host, partners[0]
-        else:
-            partners.sort(key=lambda n: (-model.disk_load(n), n))
-            source, target = partners[0], host
+        source, target = _furthest_partner(model, host, side, partners)
         s, t = model.hosts[source], model.hosts[target]
         # the host never passes the mean (that would be bytes beyond its need); the partner may,
         # as long as it stays inside the band
@@ -668,10 +672,7 @@ def _pick_smallest(model, source, target, job, skipped):
     """The smallest eligible copy of ``job`` on ``source`` that may go to ``target``."""
     best = None
     for key in model.host_job.get((source, job), ()):
-        why = model.ineligible(key, source, target)
-        if why:
-            if len(skipped) < 50:
-                skipped.append("%s on %s not moved to %s: %s" % (task_label(*key), source, target, why))
+        if not _eligible(model, key, source, target, skipped):
             continue
         rank = (model.copies[key][source]["bytes"], str(key))
         if best is None or rank < best[0]:
