@@ -17,7 +17,7 @@ import subprocess
 import sys
 
 from ansible_collections.gridengine.balancer.tests.unit.playbooks.test_loadbalance_faults import (
-    DEAD_QMASTER, FIXTURES, PLAYBOOK, REPO, make_qmaster)
+    DEAD_QMASTER, FIXTURES, PLAYBOOK, make_qmaster, playbook_env)
 
 QSTAT_OK = "cat %s\n" % os.path.join(FIXTURES, "qstat_u_f_r.xml")
 
@@ -43,14 +43,9 @@ def run_partner_poll(tmp_path, home_qstat, **extra):
                  "max_nodes": 2, "min_nodes": 1, "slots_per_node": 1, "interval": 60, "idle_time": 600,
                  "stabilization_time": 300}
     variables.update(extra)
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, ".collections"),
-               ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_NOCOLOR="1",
-               ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0",
-               ANSIBLE_RETRY_FILES_ENABLED="0", ANSIBLE_HOST_KEY_CHECKING="0")
-    env.pop("ANSIBLE_CONFIG", None)
     tool = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
     proc = subprocess.run([tool, "-i", str(inventory), PLAYBOOK, "-e", json.dumps(variables)], cwd=str(tmp_path),
-                          env=env, capture_output=True, text=True, timeout=300, check=False)
+                          env=playbook_env(), capture_output=True, text=True, timeout=300, check=False)
     out = json.loads(proc.stdout[proc.stdout.index("{\n"):])
     tasks = [(t["task"]["name"], t["hosts"].get("vm-burst", {})) for t in out["plays"][1]["tasks"]]
     home_calls = home_dir / "calls.log"

@@ -83,15 +83,21 @@ def run_ansible_playbook(tmp_path, check=False, **extra):
                  "state_path": str(qmaster / "state.json"), "max_nodes": 2, "min_nodes": 1, "interval": 60,
                  "idle_time": 600, "stabilization_time": 300}
     variables.update(extra)
+    tool = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+    argv = [tool, "-i", str(inventory), PLAYBOOK, "-e", json.dumps(variables)] + (["--check"] if check else [])
+    return subprocess.run(argv, cwd=str(tmp_path), env=playbook_env(), capture_output=True, text=True, timeout=300,
+                          check=False)
+
+
+def playbook_env():
+    """The environment of these tests' ansible-playbook: this checkout's collections, the json
+    callback, no ansible.cfg of ours, no warnings that are not the test's."""
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, ".collections"),
                ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_NOCOLOR="1",
                ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0",
                ANSIBLE_RETRY_FILES_ENABLED="0", ANSIBLE_HOST_KEY_CHECKING="0")
     env.pop("ANSIBLE_CONFIG", None)
-    tool = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
-    argv = [tool, "-i", str(inventory), PLAYBOOK, "-e", json.dumps(variables)] + (["--check"] if check else [])
-    return subprocess.run(argv, cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=300,
-                          check=False)
+    return env
 
 
 def balancer_plays(out):

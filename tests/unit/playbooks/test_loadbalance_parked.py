@@ -31,7 +31,7 @@ import sys
 import time
 
 from ansible_collections.gridengine.balancer.tests.unit.playbooks.test_loadbalance_faults import (
-    OTHER_PROGRAMS, balancer_plays, make_qmaster)
+    OTHER_PROGRAMS, balancer_plays, make_qmaster, playbook_env)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
@@ -104,11 +104,7 @@ def run_poll(tmp_path, **extra):
                  "idle_time": 0, "stabilization_time": 0, "managed_hosts": ["node002", "node005"],
                  "drain_settle_time": 0, "node_operation_max_attempts": 2}
     variables.update(extra)
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, ".collections"),
-               ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_NOCOLOR="1",
-               ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0",
-               ANSIBLE_RETRY_FILES_ENABLED="0", ANSIBLE_HOST_KEY_CHECKING="0")
-    env.pop("ANSIBLE_CONFIG", None)
+    env = playbook_env()
     # node_leave runs qconf, qstat, qselect from PATH: the fakes come first, never this machine's Grid Engine
     env["PATH"] = "%s:%s" % (tmp_path / "sge" / "bin" / "lx-amd64", env.get("PATH", ""))
     calls_log = tmp_path / "calls.log"
