@@ -336,14 +336,26 @@ def _running_tasks(running):
     not a whole second are left to ``running_since``.
     """
     rest, rows = {}, []
-    number = _NUMBER.match
+    append = rows.append
     for key, start in running.items():
-        job, dot, task = key.partition(".")
-        if (_is_time(start) and start == int(start) and number(job) is not None
-                and (not dot or number(task) is not None)):
-            rows.append((int(job), int(task) if dot else -1, int(start)))
-        else:
-            rest[key] = start
+        # (written for speed: 100,000 running tasks; int() also reads " 1", "+1", "1_0" and other
+        # digits, so the number must read back as the text)
+        kind = type(start)
+        if kind is float or kind is int:
+            job, dot, task = key.partition(".")
+            try:
+                whole, number = int(start), int(job)
+                if whole == start and number >= 0 and str(number) == job:
+                    if not dot:
+                        append((number, -1, whole))
+                        continue
+                    sub = int(task)
+                    if sub >= 0 and str(sub) == task:
+                        append((number, sub, whole))
+                        continue
+            except (ValueError, OverflowError):
+                pass
+        rest[key] = start
     if not rows:
         return rest, None
     rows.sort()

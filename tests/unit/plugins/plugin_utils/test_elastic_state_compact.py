@@ -62,9 +62,11 @@ def test_a_damaged_run_is_an_error(token):
 
 def test_running_tasks_round_trip():
     running = {"11": T0 - 100.0, "12.3": T0 - 50.0, "12.4": T0 - 50.0, "13": T0 - 12.5, "x7": T0,
-               "901.07": T0, "1000.2": T0, "1000.10": T0 - 1.0, "900": 1699992800}
+               "901.07": T0, "1000.2": T0, "1000.10": T0 - 1.0, "900": 1699992800, "-4": T0, "5.-1": T0,
+               "+6": T0, " 7": T0, "8.1_0": T0, "9": float("inf"), "10": None, "14": True}
     rest, text = _running_tasks(running)
-    assert rest == {"13": T0 - 12.5, "x7": T0, "901.07": T0}
+    assert rest == {"13": T0 - 12.5, "x7": T0, "901.07": T0, "-4": T0, "5.-1": T0, "+6": T0, " 7": T0, "8.1_0": T0,
+                    "9": float("inf"), "10": None, "14": True}
     assert text == "1700000000 11:2s .3:1e 0.4:1e 888:5k0 100.2:0 0.10:1"
     back, warnings = {}, []
     _read_running_tasks(text, back, warnings)
