@@ -25,9 +25,9 @@ HISTORY_LIMIT = 5000
 #: first_seen, jobs without a submit time first (their wait is known only from their record); see
 #: :meth:`StateHistory._history` and docs/elastic.md, "The state file".
 PENDING_RECORDS_LIMIT = 2000
-#: From this many entries on, the node records and the running tasks are written in their compact
-#: forms (``nodes_grouped``, ``jobs.running_tasks``: issue 21, "the poll at scale"); a smaller state
-#: is written as before, one record per node and one line per start time. Both forms are read.
+#: With more than this many node records or running tasks, those are written in their compact forms
+#: (``nodes_grouped``, ``jobs.running_tasks``: issue 21, "the poll at scale"); a smaller state is
+#: written as before, one record per node and one line per start time. Both forms are read.
 COMPACT_FROM = 1000
 
 
