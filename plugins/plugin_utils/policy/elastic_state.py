@@ -274,7 +274,7 @@ def _names_of(text):
             raise ValueError(token)
         prefix, first, last, suffix = match.groups()
         width, first, last = len(first), int(first), int(last)
-        if not first < last or last - first >= _RUN_LIMIT:
+        if first >= last or last - first >= _RUN_LIMIT:
             raise ValueError(token)
         for number in range(first, last + 1):
             yield "%s%0*d%s" % (prefix, width, number, suffix)
