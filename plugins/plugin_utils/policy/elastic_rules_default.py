@@ -107,13 +107,29 @@ class DefaultRules(object):
         return None
 
     def _default_waiting(self):
-        eligible = []
+        # The verdict on a job depends on its state, held and error flags, queue requests, slots
+        # and requests only (and on the configuration): jobs that share them (the snapshot shares
+        # the request mappings and queue lists, sge_xml) share it, so it is computed once for them.
+        # Its one side effect, the first job that asks for a host (wanted_hosts.setdefault), is
+        # that of the first job with those values, which is still computed.
+        eligible, ignored = [], self.ignored
+        why_not = self._why_not_runnable
+        verdicts = {}
         for job in self.snap["pending"]:
-            why = self._why_not_runnable(job)
+            get = job.get
+            state = get("state")
+            key = (state, type(state), get("held"), get("error"), id(get("hard_queues")), get("slots"),
+                   id(get("hard_requests")))
+            try:
+                why = verdicts[key]
+            except KeyError:
+                why = verdicts[key] = why_not(job)
+            except TypeError:  # (a value that cannot be a key: no sharing)
+                why = why_not(job)
             if why is None:
                 eligible.append(job)
             else:
-                self.ignored.append({"id": job.get("id"), "reason": why})
+                ignored.append({"id": get("id"), "reason": why})
         return eligible
 
     def _grow_default(self):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import re
 from collections.abc import Mapping
 
 from .elastic_common import SCHEMA, _is_int, _is_mapping, _is_number, _num, _plural, fmt_duration
@@ -24,6 +25,10 @@ HISTORY_LIMIT = 5000
 #: first_seen, jobs without a submit time first (their wait is known only from their record); see
 #: :meth:`StateHistory._history` and docs/elastic.md, "The state file".
 PENDING_RECORDS_LIMIT = 2000
+#: With more than this many node records or running tasks, those are written in their compact forms
+#: (``nodes_grouped``, ``jobs.running_tasks``: issue 21, "the poll at scale"); a smaller state is
+#: written as before, one record per node and one line per start time. Both forms are read.
+COMPACT_FROM = 1000
 
 
 _LEAN_JOBS = {"pending": {}, "running_since": {}, "started": [], "finished": []}
@@ -38,7 +43,7 @@ def _read_lean_state(state):
     schema = state.get("schema")
     unknown = state.get("unknown", {})
     booting = state.get("booting")
-    if schema != SCHEMA or type(unknown) is not dict or type(booting) is not list:  # pylint: disable=unidiomatic-typecheck
+    if schema != SCHEMA or type(unknown) is not dict or type(booting) is not list or "nodes_grouped" in state:  # pylint: disable=unidiomatic-typecheck
         return None
     reason = state.get("last_change_reason")
     size = state.get("cluster_size")
@@ -129,6 +134,11 @@ def _read_state(state, warnings, trusted=False):
                                 % (name, ", ".join(sorted(damaged))))
                 continue
             nodes[str(name)] = record
+    if "nodes_grouped" in state:
+        if trusted:  # (a copy: the grouped records are added to it)
+            out["nodes"] = nodes = dict(nodes)
+        _read_nodes_grouped(typed("nodes_grouped", Mapping, {}), nodes, warnings)
+        out["first_poll"] = False
     for name, left in () if trusted else typed("removed", Mapping, {}).items():
         left_at = _num(left)
         if left_at is None:
@@ -161,6 +171,8 @@ def _read_state(state, warnings, trusted=False):
                 start = _time_of(start)
                 for key in keys.split():
                     out["running"][key] = start
+    if "running_tasks" in jobs:
+        _read_running_tasks(jobs["running_tasks"], out["running"], warnings)
     for name in ("started", "finished"):
         if isinstance(jobs.get(name), list):
             for row in jobs[name]:
@@ -198,6 +210,203 @@ def _running_since(running):
         if start is not None and key and key.isprintable() and " " not in key:  # (else not read back as one key)
             by_start.setdefault(start, []).append(key)
     return {_time_key(start): " ".join(sorted(keys)) for start, keys in by_start.items()}
+
+
+# ---- compact forms (issue 21, "the poll at scale") -------------------------------------------------
+#: A host name as prefix, number, suffix: the last run of digits is the number.
+_NAME_PARTS = re.compile(r"^(.*\D)?(\d+)(\D*)$")
+#: A run of names in ``nodes_grouped``: ``prefix[first-last]suffix``, both numbers of one width.
+_NAME_RUN = re.compile(r"^([^\[\]]*)\[(\d+)-(\d+)\]([^\[\]]*)$")
+#: A task in ``jobs.running_tasks``: job number step (none: 1), task number, seconds before the
+#: base time in base 36.
+_TASK_TOKEN = re.compile(r"^(\d*)(?:\.(\d+))?:([0-9a-z]+)$")
+_DIGITS36 = "0123456789abcdefghijklmnopqrstuvwxyz"
+#: A job or task number as the keys write it (no sign, no leading zero).
+_NUMBER = re.compile(r"^(?:0|[1-9]\d*)$")
+#: The most names one run of ``nodes_grouped`` may stand for (a damaged file must not fill memory).
+_RUN_LIMIT = 1000000
+_NODE_CLOCKS = ("first_seen", "joined", "last_busy")
+
+
+def _is_time(value):
+    return (type(value) is float or type(value) is int) and math.isfinite(value)  # pylint: disable=unidiomatic-typecheck
+
+
+def _name_runs(names):
+    """``names`` as the text of ``nodes_grouped``: sorted, separated by spaces, and every run of
+    two or more names that differ only in a number counting up by one (``node001``, ``node002``,
+    ...; the last run of digits in the name, of one width) written once as ``node[001-002]``."""
+    groups = {}
+    for name in names:
+        match = _NAME_PARTS.match(name)
+        if match is None:
+            groups.setdefault((name, 0, ""), []).append(None)
+        else:
+            prefix, digits, suffix = match.groups()
+            groups.setdefault((prefix or "", len(digits), suffix), []).append(int(digits))
+    tokens = []
+    for (prefix, width, suffix), numbers in groups.items():
+        if numbers == [None]:
+            tokens.append(prefix)
+            continue
+        numbers.sort()
+        start = prev = numbers[0]
+        for number in numbers[1:] + [None]:
+            if number is not None and number == prev + 1:
+                prev = number
+                continue
+            if prev == start:
+                tokens.append("%s%0*d%s" % (prefix, width, start, suffix))
+            else:
+                tokens.append("%s[%0*d-%0*d]%s" % (prefix, width, start, width, prev, suffix))
+            start = prev = number
+    return " ".join(sorted(tokens))
+
+
+def _names_of(text):
+    """The names of a ``nodes_grouped`` text (:func:`_name_runs`); ValueError for a damaged run."""
+    for token in text.split():
+        if "[" not in token and "]" not in token:
+            yield token
+            continue
+        match = _NAME_RUN.match(token)
+        if match is None or len(match.group(2)) != len(match.group(3)):
+            raise ValueError(token)
+        prefix, first, last, suffix = match.groups()
+        width, first, last = len(first), int(first), int(last)
+        if first >= last or last - first >= _RUN_LIMIT:
+            raise ValueError(token)
+        for number in range(first, last + 1):
+            yield "%s%0*d%s" % (prefix, width, number, suffix)
+
+
+def _group_nodes(nodes):
+    """Split the node records ``nodes`` (name -> record) into the records that stay in ``nodes``
+    and ``nodes_grouped``: the records' clocks (:func:`_time_key`, ``-`` for none) -> the names
+    of the nodes with those clocks (:func:`_name_runs`).
+
+    Launched nodes stay in ``nodes`` (the inventory plugin reads ``launched`` there), so do
+    records with other keys or values and names a run cannot hold (blank, brackets, unprintable).
+    """
+    kept, by_clocks = {}, {}
+    for name, rec in nodes.items():
+        first_seen, joined, last_busy = rec.get("first_seen"), rec.get("joined"), rec.get("last_busy")
+        if (len(rec) == 3 and _is_time(first_seen) and (joined is None or _is_time(joined))
+                and (last_busy is None or _is_time(last_busy)) and name and name.isprintable()
+                and " " not in name and "[" not in name and "]" not in name):
+            clocks = " ".join("-" if t is None else _time_key(t) for t in (first_seen, joined, last_busy))
+            by_clocks.setdefault(clocks, []).append(name)
+        else:
+            kept[name] = rec
+    return kept, {clocks: _name_runs(names) for clocks, names in by_clocks.items()}
+
+
+def _read_nodes_grouped(grouped, nodes, warnings):
+    """Add the records of ``nodes_grouped`` (:func:`_group_nodes`) to ``nodes``; a record in
+    ``nodes`` wins. Clocks or names that cannot be read are dropped with a warning: those nodes
+    are then seen as new (their idle clocks start again), as a damaged record of ``nodes`` is."""
+    for clocks, text in grouped.items():
+        times = str(clocks).split(" ")
+        values = [None if t == "-" else _time_of(t) for t in times]
+        if len(times) != 3 or values[0] is None or any(v is None and t != "-" for v, t in zip(values, times)) \
+                or not isinstance(text, str):
+            warnings.append("state: nodes_grouped entry %r cannot be read; the idle clocks of its nodes start again"
+                            % (clocks,))
+            continue
+        try:
+            names = list(_names_of(text))
+        except ValueError as exc:
+            warnings.append("state: nodes_grouped entry %r holds an unreadable run of names (%s); the idle clocks "
+                            "of its nodes start again" % (clocks, exc))
+            continue
+        for name in names:
+            if name not in nodes:
+                nodes[name] = dict(zip(_NODE_CLOCKS, values))
+
+
+def _running_tasks(running):
+    """Split the running tasks ``running`` (key -> start time) into those written one line per start
+    time (:func:`_running_since`) and the text of ``jobs.running_tasks``.
+
+    The text is the base time (the latest start) and one token per task in the order of job and
+    task number: ``STEP[.TASK]:AGE``, STEP the job number minus the previous token's (the first:
+    the job number; left out when it is 1), TASK the task number of an array job's task, AGE the
+    seconds the task started before the base time, in base 36 (digits ``0-9a-z``: ``2s`` is 100).
+    Tasks with a key other than ``job`` or ``job.task`` (decimal numbers) or a start time that is
+    not a whole second are left to ``running_since``.
+    """
+    rest, rows = {}, []
+    append = rows.append
+    for key, start in running.items():
+        # (written for speed: 100,000 running tasks; int() also reads " 1", "+1", "1_0" and other
+        # digits, so the number must read back as the text)
+        kind = type(start)
+        if kind is float or kind is int:
+            job, dot, task = key.partition(".")
+            try:
+                whole, number = int(start), int(job)
+                if whole == start and number >= 0 and str(number) == job:
+                    if not dot:
+                        append((number, -1, whole))
+                        continue
+                    sub = int(task)
+                    if sub >= 0 and str(sub) == task:
+                        append((number, sub, whole))
+                        continue
+            except (ValueError, OverflowError):
+                pass
+        rest[key] = start
+    if not rows:
+        return rest, None
+    rows.sort()
+    base = max(row[2] for row in rows)
+    tokens = [str(base)]
+    previous = 0
+    ages = {}
+    for job, task, start in rows:
+        age = ages.get(start)
+        if age is None:
+            age = ages[start] = _base36(base - start)
+        step = job - previous
+        step = "" if step == 1 else str(step)
+        tokens.append("%s:%s" % (step, age) if task < 0 else "%s.%d:%s" % (step, task, age))
+        previous = job
+    return rest, " ".join(tokens)
+
+
+def _base36(number):
+    """A whole number >= 0 in base 36 (:data:`_DIGITS36`)."""
+    text = ""
+    while True:
+        number, digit = divmod(number, 36)
+        text = _DIGITS36[digit] + text
+        if not number:
+            return text
+
+
+def _read_running_tasks(text, running, warnings):
+    """Add the tasks of ``jobs.running_tasks`` (:func:`_running_tasks`) to ``running`` (key ->
+    start time). From a token that cannot be read on, the tasks are dropped with a warning (the
+    job numbers are steps from the previous token's): as tasks never seen running, which only the
+    statistics read."""
+    tokens = text.split() if isinstance(text, str) else [None]
+    try:
+        base = int(tokens[0]) if tokens and tokens[0] is not None and _NUMBER.match(tokens[0]) else None
+    except ValueError:
+        base = None
+    if base is None:
+        warnings.append("state: jobs.running_tasks has no base time; its running tasks are read as not seen before")
+        return
+    job = 0
+    for position, token in enumerate(tokens[1:]):
+        match = _TASK_TOKEN.match(token)
+        if match is None:
+            warnings.append("state: jobs.running_tasks: token %d (%r) cannot be read; it and the %d after it are "
+                            "read as not seen before" % (position + 1, token[:40], len(tokens) - position - 2))
+            return
+        step, task, age = match.groups()
+        job += int(step) if step else 1
+        running["%d.%s" % (job, task) if task is not None else str(job)] = float(base - int(age, 36))
 
 
 def _record_order(item):
@@ -374,12 +583,17 @@ class StateHistory(object):
             for key, start in prev["running"].items():
                 if key not in running and start is not None and end >= now - window:
                     finished.append([key, end, max(0.0, end - start)])
+        running_tasks = None
+        if len(running) > COMPACT_FROM:
+            running, running_tasks = _running_tasks(running)
         self.jobs_state = {
             "pending": pending,
             "running_since": _running_since(running),
             "started": started[-HISTORY_LIMIT:],
             "finished": finished[-HISTORY_LIMIT:],
         }
+        if running_tasks is not None:
+            self.jobs_state["running_tasks"] = running_tasks
 
     def _stats(self):
         snap = self.snap
@@ -421,6 +635,9 @@ class StateHistory(object):
             nodes_state = self.nodes
         else:
             nodes_state = {name: dict(self.nodes[name]) for name in sorted(self.nodes)}
+        grouped = None
+        if not self.lean and len(nodes_state) > COMPACT_FROM:
+            nodes_state, grouped = _group_nodes(nodes_state)
         booting = list(self.booting_times) + [now] * add
         last_change, last_change_reason = self.last_change, self.last_change_reason
         if add or remove:
@@ -438,6 +655,8 @@ class StateHistory(object):
             "booting": [{"requested_at": t} for t in booting],
             "jobs": self.jobs_state,
         }
+        if grouped:
+            new_state["nodes_grouped"] = grouped
         if self.launch_mark_known:
             new_state["last_launch_failure"] = self.launch_mark
         if self.removed:  # (without the key when empty: name_reuse_time 0 writes the state as before)

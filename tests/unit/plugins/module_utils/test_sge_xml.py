@@ -867,3 +867,25 @@ def test_module_utils_stay_python38_compatible():
     assert "from __future__ import (absolute_import, division, print_function)" in source
     assert "\nmatch " not in source and "__metaclass__ = type" in source
     ast.parse(source, path, feature_version=(3, 8))
+
+
+def test_running_jobs_share_equal_hosts_mappings_and_never_change_another_job_s():
+    # issue 21, "the poll at scale": the first row of a running job takes a mapping shared by
+    # every job with that host and slots; a second row, or the granted total taken off the
+    # master's host, works on the job's own copy
+    serial = [b"<job_list state=\"running\"><JB_job_number>%d</JB_job_number><JB_name>s</JB_name>"
+              b"<JB_owner>u</JB_owner><state>r</state><JAT_start_time>2020-01-01T00:00:00</JAT_start_time>"
+              b"<slots>%d</slots></job_list>\n" % (jid, slots) for jid, slots in ((1, 1), (2, 1), (3, 2))]
+    wide = (b"<job_list state=\"running\"><JB_job_number>10</JB_job_number><JB_name>w</JB_name>"
+            b"<JB_owner>u</JB_owner><state>r</state><JAT_start_time>2020-01-01T00:00:00</JAT_start_time>"
+            b"<slots>2</slots><granted_pe name=\"mpi\">1</granted_pe></job_list>\n")
+    doc = envelope(queue_info=_queue("all.q@a", serial + [_row(7, b"MASTER", 2), wide], 6)
+                   + _queue("all.q@b", [_row(7, b"SLAVE", 2)], 1))
+    jobs = by_id(parse_qstat(doc)["running"])
+    assert jobs[1]["hosts"] is jobs[2]["hosts"]
+    assert [jobs[j]["hosts"] for j in (1, 2, 3, 7, 10)] == [{"a": 1}, {"a": 1}, {"a": 2}, {"a": 1, "b": 1}, {"a": 1}]
+    assert jobs[10]["slots"] == 1 and jobs[3]["slots"] == 2
+    # the entries are plain dicts (key-sharing ones), in the order and with the keys as before
+    assert type(jobs[1]) is dict  # pylint: disable=unidiomatic-typecheck
+    assert list(jobs[1]) == ["id", "task", "name", "owner", "project", "state", "queue", "host", "hosts", "slots",
+                             "start_time"]
