@@ -13,7 +13,7 @@
 # With integration, the checks of step 2 run beside the integration tests (their output goes to
 # .state/checks.log and is printed at the end): the integration tests spend most of their time
 # waiting on Grid Engine, and running both at once saves the checks' 17 minutes on a 2-core machine
-# (the whole run took 39 minutes on 2026-11-28, docs/testing.md). Each side's result decides the
+# (the whole run took 35 minutes on 2026-11-28 with the burst test, docs/testing.md). Each side's result decides the
 # exit status.
 #
 # The integration tests come in two tiers (docs/testing.md):
