@@ -378,11 +378,15 @@ def parse_memory(text):
         return None
 
 
+def _value_text(text):
+    """The stripped text of a value element; None when there is none or Grid Engine prints "-"."""
+    s = text.strip() if text is not None else ""
+    return s if s and s != "-" else None
+
+
 def _float_or_none(text):
-    if text is None:
-        return None
-    s = text.strip()
-    if not s or s == "-":
+    s = _value_text(text)
+    if s is None:
         return None
     try:
         return float(s)
@@ -391,10 +395,8 @@ def _float_or_none(text):
 
 
 def _int_or_none(text):
-    if text is None:
-        return None
-    s = text.strip()
-    if not s or s == "-":
+    s = _value_text(text)
+    if s is None:
         return None
     try:
         return int(s)

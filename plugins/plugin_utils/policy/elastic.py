@@ -80,6 +80,7 @@ from .elastic_rules_default import DefaultRules
 from .elastic_rules_parallelcluster import ParallelclusterRules
 from .elastic_rules_starcluster import StarclusterRules
 from .elastic_state import HISTORY_LIMIT, PENDING_RECORDS_LIMIT, StateHistory, _read_state  # pylint: disable=unused-import
+from .options import option_check, with_given
 
 # Option name -> default (profile "default").  The StarCluster flag is in the comment.  The numbers
 # of the default profile are the policy the trace simulator measures as ``default``
@@ -198,15 +199,9 @@ def validate_config(config):
     billing = config.get("billing")
     # The billing is an option too: the defaults that depend on it follow the config's billing
     # (an unknown one is reported below, naming the option); an option set explicitly wins.
-    cfg = default_config("default" if profile is None else profile,
-                         billing if isinstance(billing, str) and billing in BILLING else None)
-    for key, value in config.items():
-        if value is not None:
-            cfg[key] = value
-
-    def need(cond, name, text):
-        if not cond:
-            raise ValueError("%s: %s, got %r" % (name, text, cfg[name]))
+    cfg = with_given(default_config("default" if profile is None else profile,
+                                    billing if isinstance(billing, str) and billing in BILLING else None), config)
+    need = option_check(cfg)
 
     need(cfg["max_nodes"] is None or (_is_int(cfg["max_nodes"]) and cfg["max_nodes"] >= 1),
          "max_nodes", "must be an integer >= 1")

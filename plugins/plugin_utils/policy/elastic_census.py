@@ -249,12 +249,23 @@ class Census(object):
             else:
                 slots_of[name] = 0
         workers = [n for n in self.hosts if n != self.master] or list(self.hosts)
-        # FIX(mixed slots): StarCluster's slots_per_host() raised an error when hosts differed;
-        # a new node is assumed to look like most existing workers (ties: the larger).
-        if cfg["slots_per_node"] is not None:
-            self.spn = cfg["slots_per_node"]
+        self._set_slots_per_node(workers)
+        hosts = self.hosts
+        mems = [m for m in (_num(hosts[n].get("mem_total")) for n in workers) if m]
+        self.node_mem = max(mems) if mems else None
+        self.archs = {str(a) for a in (h.get("arch") for h in hosts.values()) if a}
+
+    def _set_slots_per_node(self, workers=None):
+        """``spn`` (the slots of a new node), ``spn_source`` and ``spn_text``: ``slots_per_node``
+        when given, else the slots of most ``workers`` (default: every host but the master)."""
+        if self.cfg["slots_per_node"] is not None:
+            self.spn = self.cfg["slots_per_node"]
             self.spn_source = "slots_per_node=%d" % self.spn
         else:
+            if workers is None:
+                workers = [n for n in self.hosts if n != self.master] or list(self.hosts)
+            # FIX(mixed slots): StarCluster's slots_per_host() raised an error when hosts differed;
+            # a new node is assumed to look like most existing workers (ties: the larger).
             counts = {}
             for name in workers:
                 if self.slots_of.get(name, 0) > 0:
@@ -262,10 +273,6 @@ class Census(object):
             self.spn = max(counts, key=lambda s: (counts[s], s)) if counts else 1
             self.spn_source = _plural(self.spn, "slot") + " per node"
         self.spn_text = _plural(self.spn, "slot") + " per node"
-        hosts = self.hosts
-        mems = [m for m in (_num(hosts[n].get("mem_total")) for n in workers) if m]
-        self.node_mem = max(mems) if mems else None
-        self.archs = {str(a) for a in (h.get("arch") for h in hosts.values()) if a}
 
     def _template_from_hints(self, hints):
         """:meth:`_queues_and_template` from facts the caller kept up to date (``hints``)."""
@@ -276,18 +283,7 @@ class Census(object):
             if missing:
                 self.warnings.append("queues: %s has no queue instance in the snapshot" % ", ".join(missing))
         self.slots_of = hints["slots_of"]
-        if cfg["slots_per_node"] is not None:
-            self.spn = cfg["slots_per_node"]
-            self.spn_source = "slots_per_node=%d" % self.spn
-        else:
-            workers = [n for n in self.hosts if n != self.master] or list(self.hosts)
-            counts = {}
-            for name in workers:
-                if self.slots_of.get(name, 0) > 0:
-                    counts[self.slots_of[name]] = counts.get(self.slots_of[name], 0) + 1
-            self.spn = max(counts, key=lambda s: (counts[s], s)) if counts else 1
-            self.spn_source = _plural(self.spn, "slot") + " per node"
-        self.spn_text = _plural(self.spn, "slot") + " per node"
+        self._set_slots_per_node()
         self.node_mem = hints["node_mem"]
         self.archs = set(hints["archs"])
 

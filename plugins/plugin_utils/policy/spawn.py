@@ -47,6 +47,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
+from .options import option_check, with_given
+
 PROFILES = ("default", "hydra")
 
 # option -> (default profile, hydra profile, meaning)
@@ -119,14 +121,8 @@ def validate_config(config=None):
     unknown = sorted(str(k) for k in config if k not in OPTIONS)
     if unknown:
         raise ValueError("%s: unknown option (known: %s)" % (", ".join(unknown), ", ".join(OPTIONS)))
-    cfg = default_config(config.get("profile") or "default")
-    for key, value in config.items():
-        if value is not None:
-            cfg[key] = value
-
-    def need(cond, name, text):
-        if not cond:
-            raise ValueError("%s: %s, got %r" % (name, text, cfg[name]))
+    cfg = with_given(default_config(config.get("profile") or "default"), config)
+    need = option_check(cfg)
 
     for name in _INT_OPTIONS:
         need(isinstance(cfg[name], int) and not isinstance(cfg[name], bool) and cfg[name] >= 0,
