@@ -69,18 +69,22 @@ def home_layout():
             re.search(r'(?m)^slots\s.*$', run(['qconf', '-sq', 'all.q'], HOME).stdout).group(0))
 
 
-def acct(job_id):
-    """{task id: (qname, exit_status, granted_pe)} of a finished job, or None."""
+def qacct_records(job_id):
+    """Every accounting record of a job (a rescheduled job has several), in qacct's order."""
     proc = run(['qacct', '-j', str(job_id)], HOME, check=False)
-    if proc.returncode != 0:
-        return None
-    out = {}
-    for block in proc.stdout.split('=' * 62):
-        rec = dict(line.split(None, 1) for line in block.strip().splitlines() if len(line.split(None, 1)) == 2)
-        if rec.get('jobnumber', '').strip() == str(job_id):
-            out[rec['taskid'].strip()] = (rec['qname'].strip(), int(rec['exit_status'].split()[0]),
-                                          rec.get('granted_pe', 'NONE').strip())
-    return out
+    recs = []
+    for block in proc.stdout.split('=' * 62) if proc.returncode == 0 else ():
+        rec = dict((k, v.strip()) for k, v in (line.split(None, 1) for line in block.strip().splitlines()
+                                               if len(line.split(None, 1)) == 2))
+        if rec.get('jobnumber') == str(job_id):
+            recs.append(rec)
+    return recs
+
+
+def acct(job_id):
+    """{task id: (qname, exit_status, granted_pe)} of a finished job (its last run), or None."""
+    return dict((rec['taskid'], (rec['qname'], int(rec['exit_status'].split()[0]), rec.get('granted_pe', 'NONE')))
+                for rec in qacct_records(job_id)) or None
 
 
 def home_slots():
@@ -168,17 +172,6 @@ def test_a_burst_goes_to_a_partner_that_grows_from_zero_and_shrinks_back(burst):
     print('burst: %d polls, partner nodes %s, %.0f s' % (polls, sorted(grown), time.time() - started))
 
 
-def acct_records(job_id):
-    """[(qname, exit_status)] of every run of a job, in qacct's order (a rescheduled job has several)."""
-    proc = run(['qacct', '-j', str(job_id)], HOME, check=False)
-    recs = []
-    for block in proc.stdout.split('=' * 62):
-        rec = dict(line.split(None, 1) for line in block.strip().splitlines() if len(line.split(None, 1)) == 2)
-        if rec.get('jobnumber', '').strip() == str(job_id):
-            recs.append((rec['qname'].strip(), int(rec['exit_status'].split()[0])))
-    return recs
-
-
 @pytest.mark.slow
 def test_a_sent_job_is_pulled_back_when_home_frees_and_runs_at_home(burst):
     """Item 3's pull-back: a job sent to a partner that has not grown yet, still waiting there when
@@ -191,13 +184,15 @@ def test_a_sent_job_is_pulled_back_when_home_frees_and_runs_at_home(burst):
         time.sleep(12)
         out = play('playbooks/loadbalance.yml', '-e', 'cluster=burst', '-e', 'burst_margin=0', *ROUTE)
         assert re.search(r'1 of 1 waiting job\(s\) to the partner', out), out[-3000:]
-        # no further poll: the partner does not grow, the job waits there until home frees a slot
-        while not acct(job) or not all(acct(j) for j in fillers):
+        # no further poll: the partner does not grow, the job waits there until home frees a slot;
+        # its first record (the transfer queue's, exit 99) comes before its run at home ends
+        while not any(r['qname'] == 'all.q' for r in qacct_records(job)) or not all(acct(j) for j in fillers):
             assert time.time() - started < 240, 'bpull not finished'
             time.sleep(3)
         assert partner_hosts() == []
         # its first run, in the transfer queue, ended with 99 (back to the pending list); then at home
-        assert acct_records(job) == [('transfer.q', 99), ('all.q', 61)]
+        assert [(r['qname'], int(r['exit_status'].split()[0])) for r in qacct_records(job)] == \
+            [('transfer.q', 99), ('all.q', 61)]
         detail = run(['qacct', '-j', job], HOME).stdout
         assert re.search(r'(?m)^failed\s+25\s', detail)
     finally:
