@@ -224,10 +224,15 @@ class PipeDrain(object):
 
     ``run_command`` appends each 32 KiB chunk to a bytes object, which is quadratic in the
     output size (27 MB of output took 9 s, 54 MB 26 s on a 2-core build machine; a 10,000 host
-    ``qstat -f -r -xml`` is well over 100 MB). This drains both pipes with one selector into
-    bytearrays (amortised linear, no second copy of the output as a join of chunks would make),
-    so ``run_command`` then finds both pipes at EOF. ``out`` is a bytearray: the XML parser reads
-    any bytes-like object.
+    ``qstat -f -r -xml`` is well over 100 MB). This drains both pipes with one selector, so
+    ``run_command`` then finds both pipes at EOF. Without ``consume``, stdout goes into a
+    bytearray ``out`` (amortised linear, no second copy of the output as a join of chunks would
+    make; the XML parser reads any bytes-like object). With ``consume``, ``consume(chunks)`` reads
+    stdout as it arrives (an iterator of bytes) and its return value is ``result``: stdout is
+    never held whole. What it leaves unread is drained and dropped; an exception it raises is
+    kept in ``error`` (raise it only after the exit status: a failed command explains an
+    unreadable output), except SgeCommandError, which is raised. ``size`` counts stdout's bytes
+    and ``head`` keeps its first 4 KiB, for messages.
 
     With ``timeout`` (seconds), a command still running then is killed (SIGKILL) and
     ``timed_out`` is set; its output so far is kept but must not be used. ``run_command`` has no
@@ -236,25 +241,67 @@ class PipeDrain(object):
     (a child of the command holds them), SgeCommandError is raised from here.
     """
 
-    def __init__(self, chunk=1 << 20, timeout=None, grace=5.0, argv=None):
+    HEAD = 4096
+
+    def __init__(self, chunk=1 << 20, timeout=None, grace=5.0, argv=None, consume=None):
         self.chunk = chunk
         self.timeout = timeout
         self.grace = grace
         self.argv = argv
+        self.consume = consume
         self.out = None
         self.err = None
+        self.result = None
+        self.error = None
+        self.size = 0
+        self.head = b""
         self.timed_out = False
 
     def __call__(self, cmd):
-        out, err = bytearray(), bytearray()
+        err = bytearray()
+        chunks = self._read(cmd, err)
+        try:
+            self.take(chunks)
+        finally:
+            chunks.close()
+            self.err = bytes(err)
+
+    def take(self, chunks):
+        """Give stdout's ``chunks`` (an iterator of bytes) to ``consume``, or collect them in
+        ``out``; count them in ``size`` and ``head``."""
+        counted = self._count(chunks)
+        if self.consume is None:
+            out = bytearray()
+            for data in counted:
+                out.extend(data)
+            self.out = out
+            return
+        try:
+            self.result = self.consume(counted)
+        except SgeCommandError:
+            raise
+        except Exception as exc:  # pylint: disable=broad-except
+            self.error = exc
+        for _data in counted:
+            pass
+
+    def _count(self, chunks):
+        for data in chunks:
+            if len(self.head) < self.HEAD:
+                self.head += data[:self.HEAD - len(self.head)]
+            self.size += len(data)
+            yield data
+
+    def _read(self, cmd, err):
+        """Yield stdout's chunks as they come; stderr goes into ``err``."""
         if hasattr(selectors, "PollSelector"):
             selector = selectors.PollSelector()
         else:  # pragma: no cover - platforms without poll()
             selector = selectors.SelectSelector()
         deadline = time.monotonic() + self.timeout if self.timeout else None
         try:
-            selector.register(cmd.stdout, selectors.EVENT_READ, out)
-            selector.register(cmd.stderr, selectors.EVENT_READ, err)
+            selector.register(cmd.stdout, selectors.EVENT_READ, True)
+            selector.register(cmd.stderr, selectors.EVENT_READ, False)
             while selector.get_map():
                 wait = None if deadline is None else deadline - time.monotonic()
                 if wait is not None and wait <= 0:
@@ -268,20 +315,20 @@ class PipeDrain(object):
                     continue
                 for key, _event in selector.select(wait):
                     data = os.read(key.fileobj.fileno(), self.chunk)
-                    if data:
-                        key.data.extend(data)
-                    else:
+                    if not data:
                         selector.unregister(key.fileobj)
+                    elif key.data:
+                        yield data
+                    else:
+                        err.extend(data)
         finally:
             selector.close()
-        self.out = out
-        self.err = bytes(err)
 
 
-def _call(module, argv, environ, timeout=None):
+def _call(module, argv, environ, timeout=None, consume=None):
     env = dict(environ or {})
     env["LC_ALL"] = "C"
-    drain = PipeDrain(timeout=timeout, argv=argv)
+    drain = PipeDrain(timeout=timeout, argv=argv, consume=consume)
     try:
         rc, out, err = module.run_command(argv, environ_update=env, check_rc=False, encoding=None,
                                           expand_user_and_vars=False, handle_exceptions=False,
@@ -291,9 +338,21 @@ def _call(module, argv, environ, timeout=None):
     if drain.timed_out:
         raise SgeCommandError("%s did not finish within %ss and was killed (is the qmaster reachable "
                               "and answering?); its output was not used" % (describe(argv), timeout))
-    if drain.out is not None:
+    if drain.err is not None:
         out, err = drain.out, drain.err
-    return rc, out, err
+    return rc, out, err, drain
+
+
+def _check(argv, rc, out, err, require_output, empty=None):
+    """Raise SgeCommandError for a failed command, or with ``require_output`` for one that printed
+    nothing (``empty``, else judged from ``out``)."""
+    if rc != 0:
+        raise SgeCommandError("%s failed (rc %s): %s" % (describe(argv), rc, _first_line(err, out)))
+    if empty is None:
+        empty = not bytes(out).strip()
+    if require_output and empty:
+        raise SgeCommandError("%s exited 0 but printed nothing%s" % (
+            describe(argv), (": " + _first_line(err)) if err and bytes(err).strip() else ""))
 
 
 def run_sge(module, argv, environ=None, timeout=None, require_output=False):
@@ -303,19 +362,32 @@ def run_sge(module, argv, environ=None, timeout=None, require_output=False):
     it runs longer than ``timeout`` seconds (then it is killed). With ``require_output``, an
     exit 0 with nothing on stdout is an error too (``qstat -xml`` always prints a document).
     """
-    rc, out, err = _call(module, argv, environ, timeout)
-    if rc != 0:
-        raise SgeCommandError("%s failed (rc %s): %s" % (describe(argv), rc, _first_line(err, out)))
-    if require_output and not bytes(out).strip():
-        raise SgeCommandError("%s exited 0 but printed nothing%s" % (
-            describe(argv), (": " + _first_line(err)) if err and bytes(err).strip() else ""))
+    rc, out, err, _drain = _call(module, argv, environ, timeout)
+    _check(argv, rc, out, err, require_output)
     return out
+
+
+def run_sge_stream(module, argv, consume, environ=None, timeout=None, require_output=False):
+    """:func:`run_sge` whose stdout is read by ``consume(chunks)`` as the command prints it
+    (``sge_xml.parse_qstat_stream``); returns what ``consume`` returns.
+
+    The command's failure, time-out or empty output is reported as by :func:`run_sge` and before
+    anything ``consume`` raised (a qmaster that is down explains an empty document); then what it
+    raised is raised.
+    """
+    rc, _out, err, drain = _call(module, argv, environ, timeout, consume)
+    # only the output's head is kept: one longer than that is not empty
+    _check(argv, rc, drain.head, err, require_output,
+           empty=drain.size <= drain.HEAD and not drain.head.strip())
+    if drain.error is not None:
+        raise drain.error
+    return drain.result
 
 
 def run_qacct(module, argv, environ=None, timeout=None):
     """Run qacct; return stdout (bytes-like). No accounting file yet (a fresh cluster: rc 1,
     ``.../accounting: No such file or directory``) gives ``b""`` -- no jobs, not an error."""
-    rc, out, err = _call(module, argv, environ, timeout)
+    rc, out, err, _drain = _call(module, argv, environ, timeout)
     if rc == 0:
         return out
     text = err.decode("utf-8", "replace") if isinstance(err, bytes) else (err or "")

@@ -27,7 +27,11 @@ no reference cycles; the collector would otherwise rescan millions of young obje
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import codecs
+import collections
 import gc
+import itertools
+import re
 import time
 from fnmatch import fnmatchcase
 from xml.etree.ElementTree import ParseError, XMLPullParser
@@ -61,12 +65,13 @@ class SgeParseError(Exception):
 # document level helpers
 # ---------------------------------------------------------------------------------------------
 
-def _prolog(data, command):
-    """Return (root tag, xmlns:xsd value or None) by scanning the bytes before the root element.
+def _scan_prolog(data, command):
+    """Return (root tag, xmlns:xsd value or None, whether the root's start tag is closed in
+    ``data``) by scanning the bytes before the root element (a stream is read on until it is).
 
     Rejects DOCTYPE (and with it ENTITY) declarations before anything is parsed: Grid Engine
     never writes one, and entity expansion is the classic attack on XML parsers.
-    Returns (None, None) when no root element is found; the parser then reports why.
+    Returns (None, None, False) when no root element is found; the parser then reports why.
     """
     if not isinstance(data, (bytes, bytearray)):
         raise SgeParseError("%s: expected bytes, got %s" % (command, type(data).__name__))
@@ -75,18 +80,18 @@ def _prolog(data, command):
     while True:
         pos = data.find(b"<", pos)
         if pos < 0 or pos + 1 >= size:
-            return None, None
+            return None, None, False
         nxt = data[pos + 1:pos + 2]
         if nxt == b"?":
             end = data.find(b"?>", pos + 2)
             if end < 0:
-                return None, None
+                return None, None, False
             pos = end + 2
         elif nxt == b"!":
             if data[pos:pos + 4] == b"<!--":
                 end = data.find(b"-->", pos + 4)
                 if end < 0:
-                    return None, None
+                    return None, None, False
                 pos = end + 3
                 continue
             decl = data[pos + 2:pos + 9].upper()
@@ -95,9 +100,10 @@ def _prolog(data, command):
                     "%s: document type/entity declarations are not accepted (<!%s ...>); "
                     "Grid Engine never writes them" % (command, decl.decode("ascii", "replace")))
             # anything else is not well-formed; let the parser say where
-            return None, None
+            return None, None, False
         else:
             end = data.find(b">", pos)
+            closed = end >= 0
             if end < 0:
                 end = size
             head = data[pos + 1:end]
@@ -118,7 +124,12 @@ def _prolog(data, command):
                         k = rest.find(quote, 1)
                         if k > 0:
                             xsd = rest[1:k].decode("utf-8", "replace")
-            return tag, xsd
+            return tag, xsd, closed
+
+
+def _prolog(data, command):
+    """(root tag, xmlns:xsd value or None) of :func:`_scan_prolog`."""
+    return _scan_prolog(data, command)[:2]
 
 
 def detect_flavour(xsd):
@@ -209,22 +220,40 @@ def _sanitize(data):
     return clean.encode("utf-8")
 
 
-def _events(data):
-    """Yield batches of (event, element) for ``data``, end events only.
+def _batches(pieces):
+    """Yield the end events of the document made of the byte strings ``pieces``, as one list of
+    (event, element) per piece fed to the parser.
 
-    XMLPullParser reports a syntax error either from feed() or, queued, while a batch is being
-    iterated; :func:`_run` catches it in both places.
+    The events are taken from the parser's queue in one step instead of through
+    ``read_events()``, a generator that costs about a microsecond per event (a quarter of the
+    whole parse of a large listing). A syntax error is raised after the events before it, where
+    ``read_events()`` raises it, or from feed() (an unsupported encoding) or close(): :func:`_run`
+    catches it in each place.
     """
     parser = XMLPullParser(events=("end",))
-    read = parser.read_events
-    size = len(data)
-    off = 0
-    while off < size:
-        _feed(parser, data[off:off + _CHUNK])
-        off += _CHUNK
-        yield read()
-    _feed(parser)
-    yield read()
+    queue = getattr(parser, "_events_queue", None)
+    if not isinstance(queue, collections.deque):  # pragma: no cover - another ElementTree
+        for piece in pieces:
+            _feed(parser, piece)
+            yield parser.read_events()
+        _feed(parser)
+        yield parser.read_events()
+        return
+    for piece in itertools.chain(pieces, (None,)):
+        _feed(parser, piece)
+        if queue:
+            batch = list(queue)
+            queue.clear()
+            if isinstance(batch[-1], Exception):  # feed() queues its error after the events
+                error = batch.pop()
+                yield batch
+                raise error
+            yield batch
+
+
+def _events(data):
+    """:func:`_batches` of ``data`` fed in slices of ``_CHUNK`` bytes."""
+    return _batches(data[off:off + _CHUNK] for off in range(0, len(data), _CHUNK))
 
 
 def _run(data, command, make_consumer):
@@ -244,6 +273,87 @@ def _run(data, command, make_consumer):
                     except ParseError:
                         pass
             raise SgeParseError(_describe_parse_error(data, command, err))
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+# streaming: a document parsed while the command still prints it (a 10,000-host listing is over
+# 100 MB; holding it whole doubled the poll's peak memory)
+
+_HEAD = 1 << 16
+# an XML declaration naming its encoding: <?xml version='1.0' encoding='...'?>
+_DECLARED = re.compile(br"\A(?:\xef\xbb\xbf)?[ \t\r\n]*<\?xml[^>]*?encoding[ \t\r\n]*=[ \t\r\n]*"
+                       br"[\"']([A-Za-z0-9._-]*)[\"']")
+_CONTROL_BYTES = bytes(bytearray(i for i in range(32) if chr(i) not in "\t\n\r"))
+
+
+def _clean_chunks(chunks):
+    """The chunks of a UTF-8 document with what :func:`_sanitize` replaces replaced on the way.
+
+    A chunk of plain ASCII without C0 controls (nearly all of a listing) passes as it is; any other
+    goes through an incremental decoder, so a character split between two chunks is read whole.
+    The bytes that come out are those :func:`_sanitize` makes of the whole document, and the
+    document itself when it has nothing to replace: a stream is read once, so it is read cleaned
+    from the start instead of being read again after an "invalid token".
+    """
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    for chunk in chunks:
+        # (deleting the controls from a copy is 7x quicker than searching for them with re)
+        if (not decoder.getstate()[0] and chunk.isascii()
+                and len(chunk.translate(None, _CONTROL_BYTES)) == len(chunk)):
+            yield chunk
+        else:
+            text = decoder.decode(chunk)
+            if len(chunk.translate(None, _CONTROL_BYTES)) != len(chunk):
+                text = text.translate(_CONTROL_CHARS)  # (slow: only where there is one)
+            yield text.encode("utf-8")
+    tail = decoder.decode(b"", True)
+    if tail:
+        yield tail.encode("utf-8")
+
+
+def _stream_events(chunks):
+    """:func:`_batches` of the byte chunks ``chunks``, each fed in slices of ``_CHUNK`` bytes."""
+    return _batches(chunk[off:off + _CHUNK] for chunk in chunks for off in range(0, len(chunk), _CHUNK))
+
+
+def _parse_stream(chunks, command, expected, strict_schema, make_consumer):
+    """Parse a document given as an iterable of byte chunks (a command's output as it arrives).
+
+    Returns ``(flavour, make_consumer()(batches))``. The first ``_HEAD`` bytes are gathered to
+    check the root element as :func:`_check_root` does; a document that ends by then, or that
+    declares an encoding other than UTF-8, is read whole and parsed as bytes (:func:`_run`), so
+    the result and every error are those of the bytes path. Otherwise the chunks are parsed as
+    they come, cleaned on the way (:func:`_clean_chunks`), and never held together: memory holds
+    one chunk and the result. Errors are SgeParseError, as for bytes.
+    """
+    chunks = iter(chunks)
+    head = bytearray()
+    ended = False
+    while len(head) < _HEAD or not _scan_prolog(head, command)[2]:
+        chunk = next(chunks, None)
+        if chunk is None:
+            ended = True
+            break
+        head += chunk
+    declared = _DECLARED.match(head)
+    if ended or (declared and declared.group(1).lower() not in (b"utf-8", b"utf8")):
+        for chunk in chunks:
+            head += chunk
+        _tag, flavour = _check_root(head, command, expected, strict_schema)
+        return flavour, _run(head, command, make_consumer)
+    _tag, flavour = _check_root(head, command, expected, strict_schema)
+    first = bytes(head)
+    del head
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        try:
+            return flavour, make_consumer()(_stream_events(_clean_chunks(
+                itertools.chain((first,), chunks))))
+        except ParseError as err:
+            raise SgeParseError(_describe_parse_error(first, command, err))
     finally:
         if was_enabled:
             gc.enable()
@@ -438,6 +548,15 @@ def parse_qstat(data, strict_schema=True):
     """
     _tag, flavour = _check_root(data, QSTAT, ("job_info",), strict_schema)
     result = _run(data, QSTAT, lambda: _QstatReader().consume)
+    result["flavour"] = flavour
+    return result
+
+
+def parse_qstat_stream(chunks, strict_schema=True):
+    """:func:`parse_qstat` of the document the byte chunks ``chunks`` make, parsed as they come
+    (``sge_cmd.run_sge_stream``): the same result and errors, without the whole output in memory."""
+    flavour, result = _parse_stream(chunks, QSTAT, ("job_info",), strict_schema,
+                                    lambda: _QstatReader().consume)
     result["flavour"] = flavour
     return result
 
@@ -952,16 +1071,28 @@ def build_snapshot(qstat_bytes, qhost_bytes, taken_at, cell, queues=None, accoun
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _build_snapshot(qstat_bytes, qhost_bytes, taken_at, cell, queues, accounting,
-                               strict_schema)
+        return _snapshot(parse_qstat(qstat_bytes, strict_schema=strict_schema),
+                         parse_qhost(qhost_bytes, strict_schema=strict_schema),
+                         taken_at, cell, queues, accounting)
     finally:
         if was_enabled:
             gc.enable()
 
 
-def _build_snapshot(qstat_bytes, qhost_bytes, taken_at, cell, queues, accounting, strict_schema):
-    qstat = parse_qstat(qstat_bytes, strict_schema=strict_schema)
-    qhost = parse_qhost(qhost_bytes, strict_schema=strict_schema)
+def snapshot_from(qstat, qhost, taken_at, cell, queues=None, accounting=None):
+    """:func:`build_snapshot` of outputs already parsed: ``qstat`` from :func:`parse_qstat` or
+    :func:`parse_qstat_stream`, ``qhost`` from :func:`parse_qhost`. Both are used up (the
+    snapshot takes their lists and entries)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _snapshot(qstat, qhost, taken_at, cell, queues, accounting)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _snapshot(qstat, qhost, taken_at, cell, queues, accounting):
     wanted = set(queues) if queues else None
     host_info = qhost["hosts"]
 

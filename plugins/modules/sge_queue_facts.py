@@ -366,6 +366,7 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import
     read_settings,
     run_qacct,
     run_sge,
+    run_sge_stream,
     sge_arch,
     sge_argument_spec,
     sge_environment,
@@ -374,8 +375,10 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_xml import (
     SgeParseError,
     accounting_summary,
-    build_snapshot,
     parse_qacct,
+    parse_qhost,
+    parse_qstat_stream,
+    snapshot_from,
 )
 
 
@@ -398,15 +401,19 @@ def gather(module):
 
     timeout = params["command_timeout"] or None
     taken_at = _now()
-    qstat_out = run_sge(module, qstat_argv(qstat, extended=params["projects"]), environ, timeout,
-                        require_output=True)
+    # qstat's listing is parsed as it arrives (a 10,000-host cluster prints over 100 MB of it)
+    parsed_qstat = run_sge_stream(module, qstat_argv(qstat, extended=params["projects"]),
+                                  lambda chunks: _parse(parse_qstat_stream, "qstat -xml", chunks),
+                                  environ, timeout, require_output=True)
     qhost_out = run_sge(module, qhost_argv(qhost), environ, timeout, require_output=True)
     accounting = None
     if window:
         seconds = window * 60
         qacct_out = run_qacct(module, qacct_argv(qacct, taken_at - seconds), environ, timeout)
         accounting = accounting_summary(_parse(parse_qacct, "qacct -j", qacct_out), taken_at, seconds)
-    snapshot = _parse(build_snapshot, "qstat -xml / qhost -xml", qstat_out, qhost_out, taken_at,
+    parsed_qhost = _parse(parse_qhost, "qhost -xml", qhost_out)
+    del qhost_out
+    snapshot = _parse(snapshot_from, "qstat -xml / qhost -xml", parsed_qstat, parsed_qhost, taken_at,
                       params["sge_cell"], queues=params["queues"], accounting=accounting)
     snapshot["complete"] = True
     return snapshot
@@ -417,7 +424,7 @@ def _parse(parser, what, *args, **kwargs):
     output nobody foresaw) becomes an SgeParseError naming it, never a traceback."""
     try:
         return parser(*args, **kwargs)
-    except SgeParseError:
+    except (SgeParseError, SgeCommandError):  # a command's time-out is met while its output is read
         raise
     except Exception as exc:
         raise SgeParseError("%s: the output could not be parsed (%s: %s; a bug in gridengine.balancer's parser, "

@@ -17,11 +17,13 @@ when its fix lands (all are fixed at the time of writing: the list is empty).
 from __future__ import annotations
 
 import io
+import random
 import re
 import tarfile
 
 import pytest
 
+from ansible_collections.gridengine.balancer.plugins.module_utils import sge_xml
 from ansible_collections.gridengine.balancer.tests.unit import fuzzing
 
 INPUTS = 3000
@@ -280,3 +282,40 @@ def test_inputs_that_crashed_in_other_files(setup, name, make):
     target = dict((t.name, t) for t in targets)[name]
     stats = fuzzing.Stats(name)
     assert fuzzing.run_one(target, target.convert(make()), stats, 5.0, "mutation") != "crash", stats.samples
+
+
+# ---- qstat read as it arrives (sge_xml.parse_qstat_stream) against the bytes path ----
+
+def _outcome(parse, *args):
+    try:
+        return "ok", parse(*args)
+    except sge_xml.SgeParseError as exc:
+        return "error", str(exc)
+
+
+def test_mutated_listings_stream_as_bytes(monkeypatch):
+    """Mutated listings, fixed seed: where the bytes path reads one, the stream reads the same;
+    where it refuses one, the stream refuses it too. Each is cut at random points, so that a
+    multi-byte character or a replaced byte falls across two chunks."""
+    monkeypatch.setattr(sge_xml, "_HEAD", 1)  # (so that the stream path runs, not the bytes one)
+    corpus = fuzzing.Corpus([fuzzing.os.path.join(fuzzing.FIXTURES, "sge")])
+    qstat = corpus.qstat
+    ws = fuzzing.Workspace()
+    try:
+        mutator = fuzzing.Mutator(corpus, ws.secret)
+        rng = random.Random(5)
+        counts = {"ok": 0, "error": 0}
+        for _dummy in range(400):
+            data = mutator.mutate(rng, rng.choice(qstat), "xml", qstat)
+            cuts = sorted(rng.sample(range(1, max(2, len(data))), min(12, max(0, len(data) - 2))))
+            chunks = [data[a:b] for a, b in zip([0] + cuts, cuts + [len(data)])]
+            expected = _outcome(sge_xml.parse_qstat, data)
+            got = _outcome(sge_xml.parse_qstat_stream, iter(chunks))
+            if expected[0] == "ok":
+                assert got == expected, data[:300]
+            else:
+                assert got[0] == "error", (expected, data[:300])
+            counts[expected[0]] += 1
+    finally:
+        ws.close()
+    assert counts["ok"] >= 40 and counts["error"] >= 40, counts

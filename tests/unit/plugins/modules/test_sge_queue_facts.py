@@ -10,6 +10,7 @@ __metaclass__ = type
 
 import json
 import os
+import sys
 import time
 
 import pytest
@@ -79,8 +80,14 @@ class RunCommandMock(object):
         else:
             out = call.get("out", "").encode("utf-8")
         err = call.get("err", "").encode("utf-8")
+        drain = kwargs.get("before_communicate_callback")
+        if drain is not None and drain.consume is not None:
+            # a command read as it prints (sge_cmd.run_sge_stream): stdout in pipe-sized chunks
+            drain.take(iter([out[i:i + 65536] for i in range(0, len(out), 65536)]))
+            drain.err = err
+            out = b""
         if call.get("timed_out"):
-            kwargs["before_communicate_callback"].timed_out = True
+            drain.timed_out = True
         if kwargs.get("encoding", "utf-8") is not None:
             out, err = out.decode("utf-8"), err.decode("utf-8")
         return call["rc"], out, err
@@ -143,7 +150,7 @@ def test_sge_queue_facts(case, tmp_path, monkeypatch, capsys):
 # plugins/module_utils/sge_cmd.py (environment, argv, and running real commands)
 # ---------------------------------------------------------------------------------------------
 
-from ansible_collections.gridengine.balancer.plugins.module_utils import sge_cmd  # noqa: E402
+from ansible_collections.gridengine.balancer.plugins.module_utils import sge_cmd, sge_xml  # noqa: E402
 
 
 def test_settings_sh_literal_values_only(tmp_path):
@@ -257,9 +264,15 @@ def test_unexpected_parser_exception_is_a_failure_not_a_traceback(monkeypatch, t
     """A crash of the XML parser (reported to its owner if ever seen) still returns no facts."""
     def crash(*args, **kwargs):
         raise KeyError("JB_job_number")
-    monkeypatch.setattr(sge_queue_facts, "build_snapshot", crash)
-    monkeypatch.setattr(basic.AnsibleModule, "run_command",
-                        lambda self, args, **kw: (0, b"<job_info/>", b""))
+    monkeypatch.setattr(sge_queue_facts, "snapshot_from", crash)
+    def run_command(self, args, **kwargs):
+        out = b"<qhost/>" if os.path.basename(args[0]) == "qhost" else b"<job_info/>"
+        drain = kwargs["before_communicate_callback"]
+        if drain.consume is not None:
+            drain.take(iter([out]))
+            drain.err, out = b"", b""
+        return 0, out, b""
+    monkeypatch.setattr(basic.AnsibleModule, "run_command", run_command)
     monkeypatch.setattr(basic.AnsibleModule, "get_bin_path", lambda self, name, required=False, opt_dirs=None: "/bin/" + name)
     with patch_module_args({"sge_root": str(tmp_path)}):
         with pytest.raises(SystemExit):
@@ -315,3 +328,61 @@ def test_settings_sh_with_bytes_that_are_not_utf8_and_bad_ports(tmp_path):
     assert "SGE_QMASTER_PORT" not in sge_cmd.sge_environment(str(tmp_path), "default", None, settings)
     (common / "settings.sh").write_text("SGE_QMASTER_PORT=\u00b2\nSGE_EXECD_PORT=6445\n")
     assert sge_cmd.read_settings(str(tmp_path), "default") == {"SGE_EXECD_PORT": "6445"}
+
+
+# ---- qstat read as it prints (sge_cmd.run_sge_stream) ----
+
+def _emit(tmp_path, body):
+    script = tmp_path / "emit.py"
+    script.write_text("import sys\n" + body)
+    return [sys.executable, str(script)]
+
+
+def test_run_sge_stream_parses_a_real_pipe(tmp_path):
+    """A real process prints a listing of 2 MB (a captured one with a comment of padding after
+    its root's start tag, so that it is read as a stream) in small writes while writing to stderr,
+    through AnsibleModule.run_command: the parse is that of the bytes."""
+    with open(os.path.join(FIXTURES, "captured", "pe_and_arrays", "qstat_u_f_r.xml"), "rb") as handle:
+        one = handle.read()
+    cut = one.index(b">", one.index(b"<job_info")) + 1
+    data = one[:cut] + b"<!--" + b" padding " * 250000 + b"-->" + one[cut:]
+    path = tmp_path / "qstat.xml"
+    path.write_bytes(data)
+    argv = _emit(tmp_path, "data = open(%r, 'rb').read()\n"
+                           "for i in range(0, len(data), 3000):\n"
+                           "    sys.stdout.buffer.write(data[i:i + 3000]); sys.stdout.flush()\n"
+                           "    sys.stderr.write('w\\n'); sys.stderr.flush()\n" % str(path))
+    got = sge_cmd.run_sge_stream(_module(), argv, sge_xml.parse_qstat_stream, {}, require_output=True)
+    assert got == sge_xml.parse_qstat(data) and got["pending"] and got["running"]
+
+
+def test_run_sge_stream_reports_the_command_before_the_parser(tmp_path):
+    """A qmaster that is down: qstat prints half a document and exits 1; the message is the
+    command's, not the parser's."""
+    argv = _emit(tmp_path, "sys.stdout.write('<job_info><queue_info>')\n"
+                           "sys.stderr.write('error: commlib error: got select error (Connection refused)\\n')\n"
+                           "sys.exit(1)\n")
+    with pytest.raises(sge_cmd.SgeCommandError, match=r"failed \(rc 1\): error: commlib error"):
+        sge_cmd.run_sge_stream(_module(), argv, sge_xml.parse_qstat_stream, {})
+    empty = _emit(tmp_path, "sys.stdout.write('  \\n')\n")
+    with pytest.raises(sge_cmd.SgeCommandError, match="exited 0 but printed nothing$"):
+        sge_cmd.run_sge_stream(_module(), empty, sge_xml.parse_qstat_stream, {}, require_output=True)
+    broken = _emit(tmp_path, "sys.stdout.write('<job_info><queue_info>' + ' ' * 100000)\n")
+    with pytest.raises(sge_xml.SgeParseError, match="document ends before its root element is closed"):
+        sge_cmd.run_sge_stream(_module(), broken, sge_xml.parse_qstat_stream, {}, require_output=True)
+
+
+def test_run_sge_stream_raises_the_parser_error_after_a_clean_exit(tmp_path):
+    """The parser stops at an error early in a long output: the command ends normally and the
+    parser's error is raised."""
+    argv = _emit(tmp_path, "sys.stdout.write('<job_info><bad></job_info>' + ' ' * (8 << 20))\n"
+                           "sys.stdout.flush()\nsys.stderr.write('done\\n')\n")
+    with pytest.raises(sge_xml.SgeParseError, match="mismatched tag"):
+        sge_cmd.run_sge_stream(_module(), argv, sge_xml.parse_qstat_stream, {})
+
+
+def test_run_sge_stream_times_out_while_parsing(tmp_path):
+    argv = _emit(tmp_path, "import time\nsys.stdout.write('<job_info>' + ' ' * 100000)\n"
+                           "sys.stdout.flush()\ntime.sleep(60)\n")
+    with pytest.raises(sge_cmd.SgeCommandError, match="did not finish within 1s and was killed"):
+        sge_cmd.run_sge_stream(_module(), argv, sge_xml.parse_qstat_stream, {}, timeout=1)
