@@ -11,8 +11,9 @@ class ModuleDocFragment(object):
     (balancer_state, balancer_journal, balancer_journal_info, balancer_lock, task_registry): the
     option O(cluster), which names the file's directory. Each module
     documents O(path) itself, with its file's name. The argument spec is ``cluster_file_spec``
-    in ``plugins/module_utils/balancer_state.py``. Their attributes are those of
-    ``gridengine.balancer.attributes``."""
+    in ``plugins/module_utils/balancer_state.py``. Their author and attributes are
+    those of ``gridengine.balancer.attributes`` (with ``.diff``, or ``.no_diff`` for the read-only
+    balancer_journal_info)."""
 
     DOCUMENTATION = r"""
 options:

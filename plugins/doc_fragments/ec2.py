@@ -10,9 +10,8 @@ class ModuleDocFragment(object):
     """What the EC2 node modules share (ec2_node, ec2_node_info): the cluster whose instances they
     work on and the retries of throttled API calls. The argument spec is
     ``ec2_argument_spec`` in ``plugins/module_utils/ec2_nodes.py``. Such a module lists
-    ``ansible.builtin.action_common_attributes`` (the attribute descriptions) and the
-    ``amazon.aws`` fragments (credentials, region, boto3) before this one, and
-    ``gridengine.balancer.attributes.no_diff``."""
+    ``gridengine.balancer.attributes`` (author, attributes) and the ``amazon.aws`` fragments
+    (credentials, region, boto3) before this one, and ``gridengine.balancer.attributes.no_diff``."""
 
     DOCUMENTATION = r"""
 options:

@@ -7,7 +7,7 @@ __metaclass__ = type
 
 
 class ModuleDocFragment(object):
-    """What every Grid Engine module shares: which installation, cell and qmaster to talk to
+    """What every Grid Engine module shares: its author, which installation, cell and qmaster to talk to
     (the argument spec is ``sge_argument_spec`` in ``plugins/module_utils/sge_cmd.py``), the
     action group ``gridengine.balancer.sge`` of ``meta/runtime.yml``, and the wording of the
     check and diff mode attributes (each module states its own ``support``).
@@ -21,6 +21,8 @@ class ModuleDocFragment(object):
     (sge_project, sge_userset; argument spec ``shares_spec`` in ``sge_access.py``)."""
 
     DOCUMENTATION = r"""
+author:
+  - gridengine.balancer developers (@gridengine)
 options:
   sge_root:
     description:

@@ -9,7 +9,8 @@ __metaclass__ = type
 class ModuleDocFragment(object):
     """What the modules that work on a node's task data share (task_data, task_data_info): the
     option O(data_root). The argument spec is ``data_root_spec`` in
-    ``plugins/module_utils/task_data.py``. Their attributes are ``gridengine.balancer.attributes.no_diff``."""
+    ``plugins/module_utils/task_data.py``. Their author and attributes are
+    ``gridengine.balancer.attributes`` with ``.no_diff``."""
 
     DOCUMENTATION = r"""
 options:

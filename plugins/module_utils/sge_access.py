@@ -316,6 +316,20 @@ def check_shares(params):
             raise SgeAdminError("%s: %s is negative; Grid Engine takes 0 or more" % (key, params[key]))
 
 
+def check_named(params, what, errors):
+    """The input check of a module that keeps a named object with shares (a project, a user set),
+    before anything runs: SgeAdminError naming the option for ``params["name"]`` when it is not
+    a valid name of a ``what``, then for the first of the module's own ``errors`` (messages or
+    None), then for a negative share."""
+    check([object_error(params["name"], "name", what)] + list(errors))
+    check_shares(params)
+
+
+def shares_wanted(params):
+    """The share options given, as the values Grid Engine stores (``{"fshare": "10"}``)."""
+    return dict((key, str(params[key])) for key in ("oticket", "fshare") if params[key] is not None)
+
+
 def names_value(names):
     """A Grid Engine list value: names joined with commas, ``NONE`` when empty."""
     return ",".join(names) if names else "NONE"

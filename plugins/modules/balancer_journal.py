@@ -25,11 +25,9 @@ description:
     many nodes at once cannot lose each other's records.
   - A file that cannot be read or is not a journal fails the task naming the path and is never
     overwritten.
-author:
-  - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
   - gridengine.balancer.attributes
+  - gridengine.balancer.attributes.diff
   - gridengine.balancer.cluster_file
 options:
   path:

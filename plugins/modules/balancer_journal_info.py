@@ -16,10 +16,8 @@ description:
   - A missing journal has no operations. A file that cannot be read or is not a journal fails
     the task naming the path.
   - The module only reads; it never reports a change and creates nothing.
-author:
-  - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - gridengine.balancer.attributes
   - gridengine.balancer.attributes.no_diff
   - gridengine.balancer.cluster_file
 options:

@@ -24,11 +24,9 @@ description:
     change is made under an exclusive C(flock) on a guard file beside it (C(.lock.json.guard)),
     which the kernel drops when a process dies; so of two balancers that race, exactly one wins,
     also when both take over the same stale lock.
-author:
-  - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
   - gridengine.balancer.attributes
+  - gridengine.balancer.attributes.diff
   - gridengine.balancer.cluster_file
 attributes:
   check_mode:

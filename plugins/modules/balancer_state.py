@@ -28,11 +28,9 @@ description:
     mid-write is removed by a later write once it is an hour old.
   - Writing a state whose C(schema) is older than the file's (a newer balancer wrote it) first keeps
     a copy of the file as C(<path>.schema<N>-<UTC time>), RV(schema_copy).
-author:
-  - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
   - gridengine.balancer.attributes
+  - gridengine.balancer.attributes.diff
   - gridengine.balancer.cluster_file
 options:
   path:

@@ -21,12 +21,8 @@ description:
   - Returns RV(send), the jobs to give the transfer queue's boolean complex (C(qalter -l <own list>,remote=true)),
     and RV(recall), jobs it sent before that wait at home again (pulled back) and now stay there,
     their own hard resource list, as it was before they were sent.
-  - The plan is only a decision; it changes nothing and always reports C(changed=false).
-author:
-  - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
-  - ansible.builtin.action_common_attributes.flow
+  - gridengine.balancer.attributes
   - gridengine.balancer.controller
   - gridengine.balancer.controller.plan
 options:

@@ -32,10 +32,8 @@ description:
   - O(state=absent) terminates the node's instance(s), found by O(instance_id) or by the tags, and waits
     until they are terminated.
   - Registers nothing in Grid Engine. See C(docs/ec2.md).
-author:
-  - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - gridengine.balancer.attributes
   - amazon.aws.common.modules
   - amazon.aws.region.modules
   - amazon.aws.boto3

@@ -18,10 +18,8 @@ description:
   - Either the whole list or a failure - when a call fails after its retries, gets no answer (connection
     reset, timeout) or gets a C(200) that is no EC2 answer (no reservation set, XML cut short), the module
     fails and returns no list at all, so that a failed listing is never read as "no instances".
-author:
-  - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - gridengine.balancer.attributes
   - amazon.aws.common.modules
   - amazon.aws.region.modules
   - amazon.aws.boto3

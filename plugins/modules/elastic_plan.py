@@ -23,11 +23,8 @@ description:
     does not matter.
   - The plan is only a decision. Adding and removing nodes is done by the roles the playbook runs next.
   - In check mode the plan is computed and shown, and nothing is written (neither state nor statistics).
-author:
-  - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
-  - ansible.builtin.action_common_attributes.flow
+  - gridengine.balancer.attributes
   - gridengine.balancer.controller
   - gridengine.balancer.controller.state
 options:

@@ -29,12 +29,8 @@ description:
   - With O(hostgroups) there is one manager per host group and a top manager that divides the cluster
     among the host groups with a live execution host; a host group whose hosts all vanished has failed
     and its share goes to the others until a host returns (RV(failed_groups)).
-  - The plan is only a decision; it changes nothing and always reports C(changed=false).
-author:
-  - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
-  - ansible.builtin.action_common_attributes.flow
+  - gridengine.balancer.attributes
   - gridengine.balancer.controller
   - gridengine.balancer.controller.plan
 options:

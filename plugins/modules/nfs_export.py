@@ -43,11 +43,9 @@ description:
     write (another block, another setting) is refused, never rewritten.
   - Files are written atomically (a temporary file in the same directory, fsync, rename); a new
     file gets mode V(0644), an existing one keeps its owner and mode.
-author:
-  - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
   - gridengine.balancer.attributes
+  - gridengine.balancer.attributes.diff
 attributes:
   check_mode:
     details: Reports what would be written and whether the server would be reloaded; writes nothing, signals nothing.

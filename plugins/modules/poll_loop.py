@@ -32,15 +32,11 @@ description:
   - A poll that terminated the cluster (C(kill_cluster)) ends the loop; this task then succeeds with
     RV(killed).
   - Runs on the controller only; the task's host should be C(localhost).
-author:
-  - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
-  - ansible.builtin.action_common_attributes.flow
+  - gridengine.balancer.attributes
   - gridengine.balancer.controller
 attributes:
   check_mode:
-    support: full
     details: The polls run with C(--check) when the run has it (they plan and show, nothing acts).
   diff_mode:
     support: none

@@ -23,12 +23,8 @@ description:
   - With O(mode=validate) it re-checks O(moves) against the current state and returns the moves still
     valid and the rejected ones with the reason (the task moved, started or was deleted; the target is
     full or gone).
-  - The plan is only a decision; it changes nothing and always reports C(changed=false).
-author:
-  - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
-  - ansible.builtin.action_common_attributes.flow
+  - gridengine.balancer.attributes
   - gridengine.balancer.controller
   - gridengine.balancer.controller.plan
 options:

@@ -26,11 +26,8 @@ description:
   - The decision is the pure function C(reconcile) of C(plugins/plugin_utils/policy/reconcile.py); see
     C(docs/ec2.md).
   - In check mode nothing is written; the plan is computed and shown.
-author:
-  - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
-  - ansible.builtin.action_common_attributes.flow
+  - gridengine.balancer.attributes
   - gridengine.balancer.controller
   - gridengine.balancer.controller.state
 options:

@@ -11,8 +11,6 @@ DOCUMENTATION = r"""
 module: sge_complex
 short_description: Add, change or delete Grid Engine complex attributes
 version_added: 0.1.0
-author:
-  - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
   - gridengine.balancer.sge
   - gridengine.balancer.sge.admin

@@ -11,8 +11,6 @@ DOCUMENTATION = r"""
 module: sge_daemon
 short_description: Stop a Grid Engine execd or qmaster through the qmaster
 version_added: 0.1.0
-author:
-  - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
   - gridengine.balancer.sge
 description:

@@ -11,8 +11,6 @@ DOCUMENTATION = r"""
 module: sge_exec_host
 short_description: Register or remove a Grid Engine execution host
 version_added: 0.1.0
-author:
-  - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
   - gridengine.balancer.sge
   - gridengine.balancer.sge.admin

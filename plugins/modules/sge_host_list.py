@@ -11,8 +11,6 @@ DOCUMENTATION = r"""
 module: sge_host_list
 short_description: Add hosts to or remove them from the Grid Engine admin or submit host list
 version_added: 0.1.0
-author:
-  - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
   - gridengine.balancer.sge
   - gridengine.balancer.sge.admin

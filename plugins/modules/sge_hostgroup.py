@@ -11,8 +11,6 @@ DOCUMENTATION = r"""
 module: sge_hostgroup
 short_description: Manage a Grid Engine host group and its members
 version_added: 0.1.0
-author:
-  - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
   - gridengine.balancer.sge
   - gridengine.balancer.sge.admin

@@ -11,8 +11,6 @@ DOCUMENTATION = r"""
 module: sge_manager
 short_description: Add or remove Grid Engine managers and operators
 version_added: 0.1.0
-author:
-  - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
   - gridengine.balancer.sge
   - gridengine.balancer.sge.admin

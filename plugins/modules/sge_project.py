@@ -11,8 +11,6 @@ DOCUMENTATION = r"""
 module: sge_project
 short_description: Manage a Grid Engine project
 version_added: 0.1.0
-author:
-  - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
   - gridengine.balancer.sge
   - gridengine.balancer.sge.admin
@@ -96,12 +94,12 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_access import (
     apply_named,
-    check,
-    check_shares,
+    check_named,
     names_value,
     object_error,
     object_text,
     shares_spec,
+    shares_wanted,
     unique,
 )
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin import (
@@ -121,9 +119,7 @@ def _wanted(params):
     for key in ("acl", "xacl"):
         if params[key] is not None:
             wanted[key] = names_value(unique(params[key]))
-    for key in ("oticket", "fshare"):
-        if params[key] is not None:
-            wanted[key] = str(params[key])
+    wanted.update(shares_wanted(params))
     return wanted
 
 
@@ -152,9 +148,8 @@ def run(module, admin):
 
 def _check(params):
     """Refuses bad input (SgeAdminError, naming the option) before anything runs."""
-    check([object_error(params["name"], "name", "project")]
-          + [object_error(n, key, "user set") for key in ("acl", "xacl") for n in params[key] or []])
-    check_shares(params)
+    check_named(params, "project",
+                [object_error(n, key, "user set") for key in ("acl", "xacl") for n in params[key] or []])
 
 
 def main():

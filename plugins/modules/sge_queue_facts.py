@@ -11,8 +11,6 @@ DOCUMENTATION = r"""
 module: sge_queue_facts
 short_description: Read the state of a Grid Engine cluster as a compact snapshot
 version_added: 0.1.0
-author:
-  - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
   - gridengine.balancer.sge
 description:

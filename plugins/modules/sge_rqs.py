@@ -11,8 +11,6 @@ DOCUMENTATION = r"""
 module: sge_rqs
 short_description: Per-host, per-project slot limits as a Grid Engine resource quota set
 version_added: 0.1.0
-author:
-  - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
   - gridengine.balancer.sge
   - gridengine.balancer.sge.admin

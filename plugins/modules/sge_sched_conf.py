@@ -11,8 +11,6 @@ DOCUMENTATION = r"""
 module: sge_sched_conf
 short_description: Set parameters of the Grid Engine scheduler configuration
 version_added: 0.1.0
-author:
-  - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
   - gridengine.balancer.sge
   - gridengine.balancer.sge.admin

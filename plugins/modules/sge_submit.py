@@ -11,8 +11,6 @@ DOCUMENTATION = r"""
 module: sge_submit
 short_description: Submit a job script to Grid Engine with qsub, optionally to a chosen host
 version_added: 0.1.0
-author:
-  - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
   - gridengine.balancer.sge
 description:

@@ -11,8 +11,6 @@ DOCUMENTATION = r"""
 module: sge_userset
 short_description: Manage a Grid Engine user set (access list or department)
 version_added: 0.1.0
-author:
-  - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
   - gridengine.balancer.sge
   - gridengine.balancer.sge.admin
@@ -118,13 +116,12 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_access import (
     apply_named,
-    check,
-    check_shares,
+    check_named,
     entry_error,
     names_value,
-    object_error,
     object_text,
     shares_spec,
+    shares_wanted,
     unique,
 )
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin import (
@@ -176,12 +173,9 @@ def run(module, admin):
     name = p["name"]
     label = "user set %s" % name
     entries = unique(p["entries"]) if p["entries"] is not None else None
-    wanted = {}
+    wanted = shares_wanted(p)
     if p["type"] is not None:
         wanted["type"] = ",".join(sorted(set(p["type"]))) if p["type"] else "ACL"
-    for key in ("fshare", "oticket"):
-        if p[key] is not None:
-            wanted[key] = str(p[key])
 
     def wanted_for(current):
         return dict(wanted, entries=names_value(_wanted_entries(_entries(current), entries, p["mode"])))
@@ -197,9 +191,7 @@ def run(module, admin):
 
 def _check(params):
     """Refuses bad input (SgeAdminError, naming the option) before anything runs."""
-    check([object_error(params["name"], "name", "user set")]
-          + [entry_error(e, "entries") for e in params["entries"] or []])
-    check_shares(params)
+    check_named(params, "user set", [entry_error(e, "entries") for e in params["entries"] or []])
 
 
 def main():

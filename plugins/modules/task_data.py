@@ -31,10 +31,8 @@ description:
   - O(state=clean) removes the leftovers of interrupted moves (C(.partial.*), C(.removing.*),
     C(.outgoing/*)); with O(job) and O(task) only those of that task.
   - Job and task names are data (1-64 letters, digits, V(_) or V(-)); nothing runs a shell.
-author:
-  - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - gridengine.balancer.attributes
   - gridengine.balancer.attributes.no_diff
   - gridengine.balancer.task_data
 options:

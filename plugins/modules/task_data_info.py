@@ -19,10 +19,8 @@ description:
     C(.outgoing) entries are reported as RV(leftovers), never as copies.
   - Names that are not valid job or task names are reported in RV(ignored) and never touched.
   - Changes nothing. A missing data root is a node without tasks.
-author:
-  - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - gridengine.balancer.attributes
   - gridengine.balancer.attributes.no_diff
   - gridengine.balancer.task_data
 options:

@@ -26,11 +26,9 @@ description:
     running), nor, with O(owners), a job of another user; those are listed in RV(skipped).
   - A host name request that is an expression (C(node00*)) or another spelling of the host (with a
     domain) is not a pin to O(source) and is left alone.
-author:
-  - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
   - gridengine.balancer.attributes
+  - gridengine.balancer.attributes.diff
   - gridengine.balancer.sge
 attributes:
   check_mode:

@@ -28,11 +28,9 @@ description:
     V(..), no newline). Hosts (the values of O(tasks), O(switch.host), O(move.source),
     O(move.target)) are RFC 1123 host names, because the playbooks delegate to them. A registry file
     holding other names or hosts fails to read (fix or remove it).
-author:
-  - gridengine.balancer developers (@gridengine)
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
   - gridengine.balancer.attributes
+  - gridengine.balancer.attributes.diff
   - gridengine.balancer.cluster_file
 options:
   path:
