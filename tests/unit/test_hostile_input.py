@@ -113,6 +113,11 @@ class FakeGridEngine(object):
         rc, out, err = self.answer(os.path.basename(args[0]), args[1:])
         if kwargs.get("encoding", "utf-8") is None:
             out, err = out.encode("utf-8"), err.encode("utf-8")
+        drain = kwargs.get("before_communicate_callback")
+        if drain is not None and drain.consume is not None:
+            # a command read as it prints (sge_cmd.run_sge_stream): stdout handed over in chunks
+            drain.take(iter([out[i:i + 4096] for i in range(0, len(out), 4096)]))
+            drain.err, out = err, b""
         return rc, out, err
 
     def _file(self, path):

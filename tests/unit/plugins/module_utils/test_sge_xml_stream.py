@@ -116,8 +116,6 @@ def test_doctype_is_refused_before_the_rest_is_read():
     assert read == []
 
 
-
-
 def _drain(tmp_path, body, consume):
     """sge_cmd.PipeDrain over a real process (``python -c body``) as run_command would call it."""
     proc = subprocess.Popen([sys.executable, "-c", "import sys\n" + body],

@@ -265,6 +265,7 @@ def test_unexpected_parser_exception_is_a_failure_not_a_traceback(monkeypatch, t
     def crash(*args, **kwargs):
         raise KeyError("JB_job_number")
     monkeypatch.setattr(sge_queue_facts, "snapshot_from", crash)
+
     def run_command(self, args, **kwargs):
         out = b"<qhost/>" if os.path.basename(args[0]) == "qhost" else b"<job_info/>"
         drain = kwargs["before_communicate_callback"]
