@@ -29,6 +29,7 @@ __metaclass__ = type
 
 import codecs
 import collections
+import contextlib
 import gc
 import itertools
 import re
@@ -253,15 +254,25 @@ def _batches(pieces):
 
 def _events(data):
     """:func:`_batches` of ``data`` fed in slices of ``_CHUNK`` bytes."""
-    return _batches(data[off:off + _CHUNK] for off in range(0, len(data), _CHUNK))
+    return _stream_events((data,))
+
+
+@contextlib.contextmanager
+def _gc_paused():
+    """Cyclic garbage collection paused for the block (see the module's docstring)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _run(data, command, make_consumer):
     """Feed ``data`` through ``make_consumer()(batches)``; on an "invalid token" error retry
     once, with fresh state, on sanitised bytes (see :func:`_sanitize`)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with _gc_paused():
         try:
             return make_consumer()(_events(data))
         except ParseError as err:
@@ -273,9 +284,6 @@ def _run(data, command, make_consumer):
                     except ParseError:
                         pass
             raise SgeParseError(_describe_parse_error(data, command, err))
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 # streaming: a document parsed while the command still prints it (a 10,000-host listing is over
@@ -300,12 +308,12 @@ def _clean_chunks(chunks):
     decoder = codecs.getincrementaldecoder("utf-8")("replace")
     for chunk in chunks:
         # (deleting the controls from a copy is 7x quicker than searching for them with re)
-        if (not decoder.getstate()[0] and chunk.isascii()
-                and len(chunk.translate(None, _CONTROL_BYTES)) == len(chunk)):
+        control = len(chunk.translate(None, _CONTROL_BYTES)) != len(chunk)
+        if not control and not decoder.getstate()[0] and chunk.isascii():
             yield chunk
         else:
             text = decoder.decode(chunk)
-            if len(chunk.translate(None, _CONTROL_BYTES)) != len(chunk):
+            if control:
                 text = text.translate(_CONTROL_CHARS)  # (slow: only where there is one)
             yield text.encode("utf-8")
     tail = decoder.decode(b"", True)
@@ -337,26 +345,21 @@ def _parse_stream(chunks, command, expected, strict_schema, make_consumer):
             ended = True
             break
         head += chunk
+    # (the root's start tag is in the head, or the head is the whole document)
+    _tag, flavour = _check_root(head, command, expected, strict_schema)
     declared = _DECLARED.match(head)
     if ended or (declared and declared.group(1).lower() not in (b"utf-8", b"utf8")):
         for chunk in chunks:
             head += chunk
-        _tag, flavour = _check_root(head, command, expected, strict_schema)
         return flavour, _run(head, command, make_consumer)
-    _tag, flavour = _check_root(head, command, expected, strict_schema)
     first = bytes(head)
     del head
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with _gc_paused():
         try:
             return flavour, make_consumer()(_stream_events(_clean_chunks(
                 itertools.chain((first,), chunks))))
         except ParseError as err:
             raise SgeParseError(_describe_parse_error(first, command, err))
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1068,28 +1071,18 @@ def build_snapshot(qstat_bytes, qhost_bytes, taken_at, cell, queues=None, accoun
     read-only. Its job, host and queue entries are plain dicts whose keys are stored once
     (:class:`_Row`).
     """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with _gc_paused():
         return _snapshot(parse_qstat(qstat_bytes, strict_schema=strict_schema),
                          parse_qhost(qhost_bytes, strict_schema=strict_schema),
                          taken_at, cell, queues, accounting)
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def snapshot_from(qstat, qhost, taken_at, cell, queues=None, accounting=None):
     """:func:`build_snapshot` of outputs already parsed: ``qstat`` from :func:`parse_qstat` or
     :func:`parse_qstat_stream`, ``qhost`` from :func:`parse_qhost`. Both are used up (the
     snapshot takes their lists and entries)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with _gc_paused():
         return _snapshot(qstat, qhost, taken_at, cell, queues, accounting)
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _snapshot(qstat, qhost, taken_at, cell, queues, accounting):
