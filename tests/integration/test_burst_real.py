@@ -87,6 +87,19 @@ def acct(job_id):
                 for rec in qacct_records(job_id)) or None
 
 
+def wait_running(jobs, timeout=90):
+    """Wait until every job of ``jobs`` runs. A burst submitted while the fillers still wait would be
+    sorted with them, and Grid Engine's slot urgency (1000 per slot) starts a 2-slot job first."""
+    deadline = time.time() + timeout
+    while True:
+        out = run(['qstat', '-s', 'r', '-u', '*'], HOME).stdout
+        running = set(line.split()[0] for line in out.splitlines()[2:] if line.split())
+        if running >= set(jobs):
+            return
+        assert time.time() < deadline, 'jobs not running after %d s: %s' % (timeout, sorted(set(jobs) - running))
+        time.sleep(1)
+
+
 def home_slots():
     out = run(['qstat', '-g', 'c'], HOME).stdout
     return int(next(line.split()[5] for line in out.splitlines() if line.startswith('all.q ')))
@@ -130,6 +143,7 @@ def test_a_burst_goes_to_a_partner_that_grows_from_zero_and_shrinks_back(burst):
     # fill every home slot for 50 s, then a burst behind them: two serial jobs, an array job of two
     # tasks (exit 41, 42) and a parallel job (the transfer queue has no PE: it must stay home)
     fillers = [qsub('-N', 'bfill%d' % i, '-v', 'SLEEP=50,CODE=%d' % (10 + i)) for i in range(home_slots())]
+    wait_running(fillers)
     serial = [qsub('-N', 'bser%d' % i, '-v', 'SLEEP=8,CODE=%d' % (30 + i)) for i in range(2)]
     array = qsub('-N', 'barr', '-t', '1-2', '-v', 'SLEEP=8')
     parallel = qsub('-N', 'bpar', '-pe', 'smp', '2', '-v', 'SLEEP=5,CODE=50')
@@ -180,6 +194,7 @@ def test_a_sent_job_is_pulled_back_when_home_frees_and_runs_at_home(burst):
     try:
         started = time.time()
         fillers = [qsub('-N', 'bpfill%d' % i, '-v', 'SLEEP=25,CODE=0') for i in range(home_slots())]
+        wait_running(fillers)
         job = qsub('-N', 'bpull', '-l', 'h_rt=600', '-v', 'SLEEP=3,CODE=61')
         time.sleep(12)
         out = play('playbooks/loadbalance.yml', '-e', 'cluster=burst', '-e', 'burst_margin=0', *ROUTE)
