@@ -60,6 +60,10 @@ HOSTNAME_RE = re.compile(r"\A%s(?:\.%s)*\Z" % (_LABEL, _LABEL))
 HOSTGROUP_RE = re.compile(r"\A@[A-Za-z0-9_.-]+\Z")
 # a leading "-" would make the name an option of qconf/qmod
 QUEUE_RE = re.compile(r"\A[A-Za-z0-9_.][A-Za-z0-9_.-]*\Z")
+# the name of a complex attribute (complex(5), qsub -l), a parallel environment or a resource quota
+# set: a letter or "_" first (never a digit, "." or "-", which qconf and qsub would read as an option)
+OBJECT_NAME_RE = re.compile(r"\A[A-Za-z_][A-Za-z0-9_.-]*\Z")
+OBJECT_NAME_RULE = "letters, digits, '_', '.', '-', starting with a letter or '_'"
 
 _KINDS = {
     "host": (lambda n: len(n) <= 253 and HOSTNAME_RE.match(n),
@@ -68,6 +72,7 @@ _KINDS = {
                   "a host group name matching ^@[A-Za-z0-9_.-]+$"),
     "queue": (QUEUE_RE.match,
               "a cluster queue name matching ^[A-Za-z0-9_.-]+$ that does not start with -"),
+    "object": (lambda n: len(n) <= 255 and OBJECT_NAME_RE.match(n), OBJECT_NAME_RULE),
     "host_or_group": (lambda n: (HOSTGROUP_RE.match(n) if n.startswith("@")
                                  else len(n) <= 253 and HOSTNAME_RE.match(n)),
                       "a host name (RFC 1123) or a host group name (^@[A-Za-z0-9_.-]+$)"),

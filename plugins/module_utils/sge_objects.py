@@ -35,10 +35,7 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import
 # names
 # ---------------------------------------------------------------------------------------------
 
-# complex names as complex(5) and qsub -l take them (sge_exec_host.COMPLEX_NAME_RE)
-COMPLEX_NAME_RE = re.compile(r"\A[A-Za-z_][A-Za-z0-9_.-]*\Z")
-# parallel environment names (sge_pe(5): an object name; never a leading "-", an option of qconf)
-PE_NAME_RE = re.compile(r"\A[A-Za-z_][A-Za-z0-9_.-]*\Z")
+# (complex attribute and parallel environment names: sge_admin.name_error("object", ...))
 # parameter names of sched_conf(5) and sge_conf(5)
 PARAMETER_RE = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")
 

@@ -17,7 +17,6 @@ __metaclass__ = type
 import math
 import re
 
-NAME_RE = re.compile(r"\A[A-Za-z_][A-Za-z0-9_.-]*\Z")
 _RULE_RE = re.compile(r"\Aprojects\s+\{?([^}\s]+)\}?\s+hosts\s+\{([^}\s]+)\}\s+to\s+"
                       r"slots\s*=\s*(\d+)\Z")
 KEY_WIDTH = 13
@@ -26,13 +25,6 @@ MISSING = ("No resource quota set found", "does not exist")
 
 class RqsError(ValueError):
     """Bad input or unreadable rule set; the message names it."""
-
-
-def name_error(name, option):
-    if isinstance(name, str) and NAME_RE.match(name):
-        return None
-    return ("%s: %r is not a valid Grid Engine object name; expected letters, digits, _ . - "
-            "not starting with a digit, . or -" % (option, name))
 
 
 def slot_rule(project, host, slots):

@@ -13,7 +13,11 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin import name_error
+from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin import (
+    OBJECT_NAME_RE,
+    OBJECT_NAME_RULE,
+    name_error,
+)
 
 # Grid Engine's check of job names (verify_str_key with QSUB_TABLE, object_verify_name in
 # source/libs/sgeobj of gridengine/gridengine): at most 512 characters, none of these, not
@@ -23,8 +27,6 @@ JOB_NAME_MAX = 512
 JOB_NAME_KEYWORDS = ("NONE", "ALL", "TEMPLATE")
 _FORBIDDEN_NAMES = {"\n": "newline", "\t": "tab", "\r": "carriage return"}
 
-# complex names as queue_conf/complex(5) allow them
-RESOURCE_NAME_RE = re.compile(r"\A[A-Za-z_][A-Za-z0-9_.-]*\Z")
 # a job id of at most 18 digits (Grid Engine's ids are 32-bit; a longer "id" is not one, and int()
 # refuses strings of more than 4,300 digits with ValueError)
 _TERSE_RE = re.compile(r"\A([0-9]{1,18})(?:\.([0-9]+-[0-9]+:[0-9]+))?\Z")
@@ -115,9 +117,8 @@ def submit_args(script, args=None, name=None, queue=None, host=None, resources=N
     if queue is not None or host is not None:
         out += ["-q", "%s@%s" % (queue or "*", host) if host else queue]
     for key, value in (resources or {}).items():
-        if not isinstance(key, str) or not RESOURCE_NAME_RE.match(key):
-            raise SubmitError("resources: %r is not a complex name (letters, digits, _ . -, not starting "
-                              "with a digit or -)" % (key,))
+        if not isinstance(key, str) or not OBJECT_NAME_RE.match(key):
+            raise SubmitError("resources: %r is not a complex name (%s)" % (key, OBJECT_NAME_RULE))
         if key == "slots":
             raise SubmitError("resources: slots cannot be requested with -l; Grid Engine refuses it "
                               "(use a parallel environment)")

@@ -144,6 +144,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin import (
     SgeAdminError,
+    name_error,
     run_admin,
     warn_stored,
 )
@@ -151,19 +152,16 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.results import
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import sge_argument_spec
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_objects import (
     COMPLEX_FIELDS,
-    COMPLEX_NAME_RE,
     COMPLEX_RELOPS,
     COMPLEX_TYPES,
     complex_defaults,
     complex_same,
     complex_text,
     parse_complexes,
-    pattern_error,
     render_complexes,
     value_text,
 )
 
-NAME_RULE = "letters, digits, '_', '.', '-', starting with a letter or '_'"
 CHOICES = {"requestable": ("YES", "NO", "FORCED"), "consumable": ("YES", "NO", "JOB")}
 
 
@@ -183,7 +181,7 @@ def _column(option, field, value):
     if field in CHOICES and text not in CHOICES[field]:
         raise SgeAdminError("%s: %r is not one of %s" % (option, value, ", ".join(CHOICES[field])))
     if field == "shortcut":
-        msg = pattern_error(COMPLEX_NAME_RE, text, option, NAME_RULE)
+        msg = name_error("object", text, option)
         if msg:
             raise SgeAdminError(msg)
     if not text or text.startswith("#") or any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in text):
@@ -199,7 +197,7 @@ def wanted_attributes(specs):
     for n, spec in enumerate(specs):
         option = "attributes[%d]" % n
         name = spec.get("name")
-        msg = pattern_error(COMPLEX_NAME_RE, name, option + ".name", NAME_RULE)
+        msg = name_error("object", name, option + ".name")
         if msg:
             raise SgeAdminError(msg)
         if name in seen:

@@ -209,13 +209,14 @@ commands:
 """
 
 import os
-import re
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin import (
     EXEC_HOST_ATTRIBUTES,
     EXEC_HOST_TEMPLATE,
+    OBJECT_NAME_RE,
+    OBJECT_NAME_RULE,
     SgeAdminError,
     check_names,
     find_member,
@@ -232,9 +233,6 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.results import
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import sge_argument_spec
 
 
-# complex names as complex(5) and qsub -l take them (sge_submit.RESOURCE_NAME_RE)
-COMPLEX_NAME_RE = re.compile(r"\A[A-Za-z_][A-Za-z0-9_.-]*\Z")
-
 # the global host: its complex_values apply to every host (host_conf(5))
 GLOBAL_HOST = "global"
 
@@ -250,9 +248,8 @@ def _wanted_complex_values(values):
         return None
     wanted = {}
     for key in sorted(values):
-        if not isinstance(key, str) or not COMPLEX_NAME_RE.match(key):
-            raise SgeAdminError("complex_values: %r is not a complex name (letters, digits, '_', '.', '-', "
-                                "starting with a letter or '_')" % (key,))
+        if not isinstance(key, str) or not OBJECT_NAME_RE.match(key):
+            raise SgeAdminError("complex_values: %r is not a complex name (%s)" % (key, OBJECT_NAME_RULE))
         text = to_sge_value("complex_values", values[key])
         msg = value_error("complex_values.%s" % key, text)
         if msg or text == "NONE" or any(c in text for c in ",[]") or any(c.isspace() for c in text):

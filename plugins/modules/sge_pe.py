@@ -114,6 +114,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin import (
     SgeAdminError,
     delete_object,
+    name_error,
     parse_object,
     render_object,
     render_text,
@@ -127,9 +128,7 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_objects import (
     PE_ATTRIBUTES,
     PE_MISSING,
-    PE_NAME_RE,
     PE_TEMPLATE,
-    pattern_error,
     show,
 )
 
@@ -190,8 +189,7 @@ def run(module, admin):
 
 def _check(params):
     """Refuses bad input (SgeAdminError, naming the option) before anything runs."""
-    msg = pattern_error(PE_NAME_RE, params["name"], "name",
-                        "letters, digits, '_', '.', '-', starting with a letter or '_'")
+    msg = name_error("object", params["name"], "name")
     if msg:
         raise SgeAdminError(msg)
 

@@ -37,7 +37,9 @@ options:
     elements: dict
     suboptions:
       project:
-        description: Grid Engine project (a service class); the same rules as O(name).
+        description:
+          - Grid Engine project (a service class), named as M(gridengine.balancer.sge_project) takes it
+            (letters, digits, V(_), V(.), V(-), not starting with V(.) or V(-)).
         type: str
         required: true
       host:
@@ -113,14 +115,15 @@ from ansible_collections.gridengine.balancer.plugins.module_utils.sge_admin impo
     CommandFailed,
     SgeAdminError,
     check_names,
+    name_error,
     run_admin,
 )
+from ansible_collections.gridengine.balancer.plugins.module_utils.sge_access import object_error
 from ansible_collections.gridengine.balancer.plugins.module_utils.results import with_diff
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_cmd import sge_argument_spec
 from ansible_collections.gridengine.balancer.plugins.module_utils.sge_rqs import (
     MISSING,
     RqsError,
-    name_error,
     normal_description,
     parse_rqs,
     render_rqs,
@@ -185,7 +188,7 @@ def run(module, admin):
 
 def _check(params):
     """Refuses bad input (SgeAdminError, naming the option) before anything runs."""
-    msg = name_error(params["name"], "name")
+    msg = name_error("object", params["name"], "name")
     if msg:
         raise SgeAdminError(msg)
     limits = params["limits"] or []
@@ -193,7 +196,7 @@ def _check(params):
         raise SgeAdminError("limits: give at least one rule (Grid Engine refuses an empty "
                             "resource quota set)")
     for n, rule in enumerate(limits):
-        msg = name_error(rule["project"], "limits[%d].project" % n)
+        msg = object_error(rule["project"], "limits[%d].project" % n, "project")
         if msg:
             raise SgeAdminError(msg)
         check_names("host", [rule["host"]], "limits[%d].host" % n)
