@@ -29,12 +29,8 @@ extends_documentation_fragment:
   - gridengine.balancer.attributes
   - gridengine.balancer.attributes.diff
   - gridengine.balancer.cluster_file
+  - gridengine.balancer.cluster_file.journal
 options:
-  path:
-    description:
-      - Path of the journal on the target host. Overrides the default derived from O(cluster),
-        C(/var/lib/gridengine-balancer/<cluster>/journal.json).
-    type: path
   state:
     description:
       - V(present) records that O(operation) of O(node) is in flight. If that very operation is

@@ -20,12 +20,7 @@ extends_documentation_fragment:
   - gridengine.balancer.attributes
   - gridengine.balancer.attributes.no_diff
   - gridengine.balancer.cluster_file
-options:
-  path:
-    description:
-      - Path of the journal on the target host. Overrides the default derived from O(cluster),
-        C(/var/lib/gridengine-balancer/<cluster>/journal.json).
-    type: path
+  - gridengine.balancer.cluster_file.journal
 notes:
   - The journal is read without waiting for writers; every write replaces it atomically, so the
     result is the journal before or after a concurrent change, never a mix.

@@ -3,8 +3,9 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Shared options once (DESIGN.md habit 12) for the modules that keep one of a cluster's balancer
 files: each documents ``cluster`` through the doc fragment gridengine.balancer.cluster_file (and
-not itself), documents ``path`` itself with its file's name, and builds both into its argument
-spec from balancer_state.cluster_file_spec with required_one_of=CLUSTER_OR_PATH."""
+not itself), documents ``path`` itself with its file's name (the two journal modules through the
+fragment's ``journal``), and builds both into its argument spec from
+balancer_state.cluster_file_spec with required_one_of=CLUSTER_OR_PATH."""
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
@@ -26,15 +27,25 @@ from ansible_collections.gridengine.balancer.tests.unit.plugins.modules.test_sge
 
 PACKAGE = "ansible_collections.gridengine.balancer.plugins.modules."
 FRAGMENT = "gridengine.balancer.cluster_file"
+JOURNAL = FRAGMENT + ".journal"
 MODULES = ["balancer_journal", "balancer_journal_info", "balancer_lock", "balancer_state", "task_registry"]
+JOURNAL_MODULES = ["balancer_journal", "balancer_journal_info"]
 
 
 @pytest.mark.parametrize("name", MODULES)
 def test_documents_cluster_through_the_fragment(name):
     doc = yaml.safe_load(importlib.import_module(PACKAGE + name).DOCUMENTATION)
-    assert FRAGMENT in doc["extends_documentation_fragment"], name
-    assert "cluster" not in doc["options"], "%s documents cluster itself" % name
-    assert "/var/lib/gridengine-balancer/<cluster>/" in " ".join(doc["options"]["path"]["description"]), name
+    fragments = doc["extends_documentation_fragment"]
+    options = doc.get("options", {})
+    assert FRAGMENT in fragments, name
+    assert "cluster" not in options, "%s documents cluster itself" % name
+    if name in JOURNAL_MODULES:
+        assert JOURNAL in fragments and "path" not in options, name
+        path = yaml.safe_load(ModuleDocFragment.JOURNAL)["options"]["path"]
+    else:
+        assert JOURNAL not in fragments, name
+        path = options["path"]
+    assert "/var/lib/gridengine-balancer/<cluster>/" in " ".join(path["description"]), name
 
 
 @pytest.mark.parametrize("name", MODULES)
@@ -51,6 +62,9 @@ def test_builds_cluster_and_path_from_one_spec(name, monkeypatch):
 def test_the_fragment_matches_the_spec():
     options = yaml.safe_load(ModuleDocFragment.DOCUMENTATION)["options"]
     assert options["cluster"]["type"] == cluster_file_spec()["cluster"]["type"]
+    journal = yaml.safe_load(ModuleDocFragment.JOURNAL)["options"]
+    assert journal["path"]["type"] == cluster_file_spec()["path"]["type"]
+    assert "journal.json" in " ".join(journal["path"]["description"])
 
 
 # the same for the node's task data: data_root through gridengine.balancer.task_data and
