@@ -40,17 +40,43 @@ step() { printf '\n=== [%4ss] %s\n' "$(( $(date +%s) - T0 ))" "$*"; }
 # run NAME COMMAND...: one integration step. Its output is printed and kept in a private log; a
 # failure is recorded (rc keeps the last failing status) and summarised at the very end, after the
 # checks' log, so that the tail of a long run names what failed and shows why.
-failed_steps=() last_rc=0
+failed_steps=() last_rc=0 step_times=()
+# cpu_now: the machine's busy and total CPU time so far, in clock ticks (the first line of
+# /proc/stat: user nice system idle iowait irq softirq steal). Busy is all but idle and iowait; it
+# counts every process, the checks running beside the integration steps included.
+cpu_now() {
+  local _cpu user nice sys idle iowait irq softirq steal _rest
+  read -r _cpu user nice sys idle iowait irq softirq steal _rest </proc/stat
+  echo "$((user + nice + sys + irq + softirq + steal)) $((user + nice + sys + idle + iowait + irq + softirq + steal))"
+}
 run() {
-  local name=$1 log r=0
+  local name=$1 log r=0 t0 b0 c0 b1 c1
   shift
   log=$(mktemp "$steps_dir/step.XXXXXX.log")
+  t0=$(date +%s)
+  read -r b0 c0 < <(cpu_now)
   "$@" 2>&1 | tee "$log" || r=$?
+  read -r b1 c1 < <(cpu_now)
+  # wall seconds, and the machine's busy CPU seconds in that time (of wall x cores available)
+  step_times+=("$name|$(( $(date +%s) - t0 ))|$((b1 - b0))|$((c1 - c0))")
   last_rc=$r
   if [ $r != 0 ]; then
     rc=$r
     failed_steps+=("$name|$r|$log")
   fi
+}
+# time_summary: each integration step's wall time and how busy the machine's cores were meanwhile
+# (measured, not estimated: where the cores idle, a step waits on Grid Engine or runs alone)
+time_summary() {
+  local entry name wall busy total
+  [ ${#step_times[@]} = 0 ] && return 0
+  step "integration steps: wall time, and the machine's busy CPU time meanwhile ($(nproc) cores)"
+  printf '%-26s %7s %20s %11s\n' step 'wall s' 'busy CPU s' 'cores busy'
+  for entry in "${step_times[@]}"; do
+    IFS='|' read -r name wall busy total <<<"$entry"
+    awk -v n="$name" -v w="$wall" -v b="$busy" -v c="$total" -v t="$ticks" 'BEGIN {
+      printf "%-26s %7d %9.1f of %7.1f %11.2f\n", n, w, b / t, c / t, (w > 0 ? b / t / w : 0) }'
+  done
 }
 failure_summary() {
   local entry name r log
@@ -94,6 +120,7 @@ if [ $integration = 0 ]; then
 fi
 
 mkdir -p .state
+ticks=$(getconf CLK_TCK)
 steps_dir=$(mktemp -d "$ROOT/.state/steps.XXXXXX")
 checks_log=$(mktemp "$ROOT/.state/checks.XXXXXX.log")
 step "checks (unit, nodes' Python, sanity, lint, tarball) in the background: $checks_log"
@@ -151,6 +178,7 @@ step "waiting for the checks"
 checks_rc=0
 wait "$checks_pid" || checks_rc=$?
 cat "$checks_log"
+time_summary
 failure_summary
 step "checks: rc $checks_rc; integration: rc $rc"
 [ $checks_rc = 0 ] || { echo "checks failed (rc $checks_rc)"; exit $checks_rc; }
