@@ -11,10 +11,10 @@
 #      balanced by the collection installed from its tarball, with a user's inventory only
 #
 # With integration, the checks of step 2 run beside the integration tests (their output goes to
-# .state/checks.log and is printed at the end): the integration tests spend most of their time
-# waiting on Grid Engine, and running both at once saves the checks' 17 minutes on a 2-core machine
-# (the whole run took 35 minutes on 2026-11-28 with the burst test, docs/testing.md). Each side's result decides the
-# exit status.
+# .state/checks.log and is printed at the end): the integration steps alone keep about one of two
+# cores busy, so running both at once saves most of the checks' 19 minutes (the whole run took 43
+# to 44 minutes here on 2026-11-28, 41 on the CI machine; the table printed at the end gives each
+# step's wall and busy CPU time: docs/testing.md). Each side's result decides the exit status.
 #
 # The integration tests come in two tiers (docs/testing.md):
 #   - core (default, CI): every feature on the real cluster, about 12 minutes, then the molecule scenarios;
