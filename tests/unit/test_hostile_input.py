@@ -850,8 +850,7 @@ def test_node_join_exports_each_share_to_the_node_address_only(address, server):
 
 
 def test_node_leave_removes_only_the_node_address_lines():
-    task = _task("roles/node_leave/tasks/remove_rest.yml", "Remove the rest of an exec node (the master keeps its files, mounts and processes)")
-    spec = [t for t in task["block"] if t["name"] == "Stop exporting the shares to the node"][0]["gridengine.balancer.nfs_export"]
+    spec = _task("roles/node_leave/tasks/unexport.yml", "Stop exporting the shares to the node")["gridengine.balancer.nfs_export"]
     assert spec["clients"] == "{{ node_leave_addresses }}" and spec["state"] == "absent"
     kept = ["/home 10.77.0.130(rw)", "/home 10.77.0.12(rw)", "/home *(rw)", "/home2 10.77.0.13(rw)",
             "/home 10x77x0x13(rw)"]

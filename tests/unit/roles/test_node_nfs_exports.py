@@ -77,7 +77,12 @@ def test_leave_takes_every_address_of_the_node_away_before_the_provider_terminat
     block = tasks[0]["block"]
     assert tasks[0]["name"].startswith("Remove the rest of an exec node")
     assert names.index("Terminate the node with the provider - {{ node_leave_provider }}") == 1
-    task = [t for t in block if t["name"] == "Stop exporting the shares to the node"][0]
+    # under the master's host-files lock: remove_rest.yml runs unexport.yml through locked.yml
+    locked = [t for t in block if t["name"].startswith("Stop exporting the shares to the node")][0]
+    assert locked["ansible.builtin.include_tasks"] == "locked.yml"
+    assert locked["vars"] == {"node_leave_locked_tasks": "unexport.yml"}
+    task = _load("roles", "node_leave", "tasks", "unexport.yml")[0]
+    assert task["name"] == "Stop exporting the shares to the node"
     variables = _defaults("node_leave", {"node_leave_cluster": "mycluster", "node_leave_name": "node003",
                                          "cluster_nfs_server": "ganesha"})
     variables["node_leave_addresses"] = ["10.77.0.13", "fd00::13"]
@@ -85,8 +90,9 @@ def test_leave_takes_every_address_of_the_node_away_before_the_provider_terminat
     assert args["state"] == "absent" and args["clients"] == ["10.77.0.13", "fd00::13"]
     assert args["server"] == "ganesha" and args["config"] == "/etc/ganesha/gridengine-balancer-mycluster.conf"
     # no exportfs/lineinfile left behind the module
-    text = open(os.path.join(REPO, "roles", "node_leave", "tasks", "remove_rest.yml"), encoding="utf-8").read()
-    assert "exportfs" not in "".join(line.split("#")[0] for line in text.splitlines())
+    for name in ("remove_rest.yml", "unexport.yml"):
+        text = open(os.path.join(REPO, "roles", "node_leave", "tasks", name), encoding="utf-8").read()
+        assert "exportfs" not in "".join(line.split("#")[0] for line in text.splitlines())
 
 
 def _asserts(role):
