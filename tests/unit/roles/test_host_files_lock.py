@@ -8,7 +8,8 @@ the same time, and each join or leave rewrites the master's /etc/hosts and expor
 change, rename). Without a lock across clusters one writer silently drops the other's line. The
 plays here run the roles' own locked.yml for real on localhost, around an edit that pauses between
 its read and its write: two writers at once must keep every line; a lock whose holder died is
-taken over after its ttl; the master-side edits of both roles go through locked.yml only.
+taken over after its ttl; the master-side edits of node_join, node_leave and sge_cell go through
+locked.yml only.
 """
 
 from __future__ import annotations
@@ -94,7 +95,8 @@ def _walk(tasks):
 
 
 @pytest.mark.parametrize("role, edits", [("node_join", {"master_hosts.yml", "exports.yml"}),
-                                         ("node_leave", {"master_hosts.yml", "unexport.yml"})])
+                                         ("node_leave", {"master_hosts.yml", "unexport.yml"}),
+                                         ("sge_cell", {"hosts_add.yml", "hosts_remove.yml"})])
 def test_the_master_side_edits_run_only_under_the_lock(role, edits):
     tasks_dir = os.path.join(REPO, "roles", role, "tasks")
     included = {}
@@ -120,12 +122,13 @@ def test_the_master_side_edits_run_only_under_the_lock(role, edits):
     assert locked[1]["always"][0]["gridengine.balancer.balancer_lock"]["state"] == "absent"
 
 
-def test_one_lock_path_for_both_roles_that_no_cluster_can_take():
+def test_one_lock_path_for_every_role_that_no_cluster_can_take():
     paths = set()
-    for role in ("node_join", "node_leave"):
+    for role in ("node_join", "node_leave", "sge_cell"):
         defaults = _tasks(os.path.join("roles", role, "defaults", "main.yml"))
         paths.add(defaults["%s_host_files_lock" % role])
-        assert int(defaults["%s_host_files_lock_ttl" % role]) < int(defaults["%s_host_files_lock_wait" % role])
+        if role != "sge_cell":
+            assert int(defaults["%s_host_files_lock_ttl" % role]) < int(defaults["%s_host_files_lock_wait" % role])
     path, = paths
     directory = path.split("default('")[1].split("')")[0].split("/")[4]
     with pytest.raises(ValueError):
