@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gridengine.balancer
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Every playbook that reads the cluster with sge_queue_facts passes the cluster's SGE_ROOT/cell
-and the ``command_timeout`` variable (docs/elastic.md): a static check of playbooks/ (issue 7)."""
+"""Every playbook that reads the cluster with sge_queue_facts passes the cluster's SGE_ROOT, cell,
+qmaster port (``cluster_sge_qmaster_port``) and the ``command_timeout`` variable (docs/elastic.md): a static check of playbooks/ (issue 7)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,9 @@ MODULE = "gridengine.balancer.sge_queue_facts"
 WANTED = {
     "sge_root": "{{ cluster_sge_root | default('/var/lib/gridengine') }}",
     "sge_cell": "{{ cluster_sge_cell | default('default') }}",
+    # a cell whose port is in no settings.sh (a site that sets it in the daemons' environment):
+    # without it the read went to Grid Engine's standard port, another cell's qmaster if one runs
+    "sge_qmaster_port": "{{ cluster_sge_qmaster_port | default(omit) }}",
     "command_timeout": "{{ command_timeout | default(omit) }}",
 }
 
@@ -49,7 +52,7 @@ def calls():
     return found
 
 
-def test_every_sge_queue_facts_call_in_the_playbooks_passes_root_cell_and_command_timeout():
+def test_every_sge_queue_facts_call_in_the_playbooks_passes_root_cell_port_and_command_timeout():
     found = calls()
     # loadbalance_poll, reconcile, node_add, fairshare
     assert len(found) >= 4, found
