@@ -8,7 +8,8 @@
 #   3. integration tests on a real local Grid Engine cluster that this script brings up
 #      (qmaster on this machine + namespace nodes), then the molecule scenarios, torn down at the end
 #   4. the adopt test: a cluster made with plain Grid Engine commands (tests/adopt/site_cluster.sh),
-#      balanced by the collection installed from its tarball, with a user's inventory only
+#      balanced by the collection installed from its tarball, with a user's inventory only; it
+#      runs in the background beside the transfer queue and burst steps, on ports of its own
 #
 # With integration, the checks of step 2 run beside the integration tests (their output goes to
 # .state/checks.log and is printed at the end): the integration steps alone keep about one of two
@@ -77,6 +78,32 @@ time_summary() {
     awk -v n="$name" -v w="$wall" -v b="$busy" -v c="$total" -v t="$ticks" 'BEGIN {
       printf "%-26s %7d %9.1f of %7.1f %11.2f\n", n, w, b / t, c / t, (w > 0 ? b / t / w : 0) }'
   done
+}
+# start_bg NAME COMMAND... / wait_bg: one integration step in the background, beside the next ones
+# (its output goes to a private log, printed when it is waited for); then recorded as run does.
+bg_pid="" bg_name="" bg_log="" bg_t0=0 bg_b0=0 bg_c0=0
+start_bg() {
+  bg_name=$1
+  shift
+  bg_log=$(mktemp "$steps_dir/step.XXXXXX.log")
+  bg_t0=$(date +%s)
+  read -r bg_b0 bg_c0 < <(cpu_now)
+  "$@" >"$bg_log" 2>&1 &
+  bg_pid=$!
+}
+wait_bg() {
+  local r=0 b1 c1
+  [ -n "$bg_pid" ] || return 0
+  step "waiting for $bg_name (started $(( $(date +%s) - bg_t0 )) s ago, beside the steps since)"
+  wait "$bg_pid" || r=$?
+  bg_pid=""
+  read -r b1 c1 < <(cpu_now)
+  cat "$bg_log"
+  step_times+=("$bg_name (beside)|$(( $(date +%s) - bg_t0 ))|$((b1 - bg_b0))|$((c1 - bg_c0))")
+  if [ $r != 0 ]; then
+    rc=$r
+    failed_steps+=("$bg_name|$r|$bg_log")
+  fi
 }
 failure_summary() {
   local entry name r log
@@ -151,6 +178,14 @@ if [ $rc = 0 ]; then
   run 'molecule provider_local' molecule test -s provider_local
   run 'molecule provider_ec2' molecule test -s provider_ec2
   run 'molecule task_rebalance' molecule test -s task_rebalance
+  # a cluster built with plain Grid Engine commands (its own cell, on ports 6448/6449 of its own,
+  # nodes 10.77.0.151 and up), adopted from the built tarball with a user's inventory only
+  # (docs/adopt.md). In the background: the transfer queue and burst steps below keep about half a
+  # core busy (docs/testing.md), and every join and leave of the three cells edits this master's
+  # /etc/hosts and exports under the host-files lock (roles/node_join/tasks/locked.yml).
+  step "adopt: a cluster the collection did not build (tests/adopt), in the background until the kill test"
+  start_bg 'adopt test' env SGE_QMASTER_PORT=6448 SGE_EXECD_PORT=6449 GEB_REQUIRE_CLUSTER=1 \
+    pytest tests/adopt -q -m adopt -s -p no:cacheprovider
   step "molecule: sge_cell (kept), then transfer_queue on its cell (verify: tests/integration/test_transfer_real.py)"
   run 'molecule sge_cell' molecule test -s sge_cell --destroy=never
   run 'molecule transfer_queue' molecule test -s transfer_queue
@@ -160,6 +195,8 @@ if [ $rc = 0 ]; then
   [ $full = 1 ] && burst_marker='burst'
   run 'burst test' env GEB_REQUIRE_CLUSTER=1 pytest tests/integration -q -m "$burst_marker" -s
 fi
+# the adopt test's nodes share the local cluster's bridge: it ends before the cluster does
+wait_bg
 # kill_cluster: the balancer itself tears the cluster down after its jobs (it must come last)
 step "integration: the balancer terminates the cluster (kill_cluster, tests/integration -m kill)"
 run 'kill test' env GEB_REQUIRE_CLUSTER=1 pytest tests/integration -q -m kill -s
@@ -167,9 +204,9 @@ step "molecule: sge_master (the qmaster the kill test stopped: started, checked,
 run 'molecule sge_master' molecule test -s sge_master
 step "integration: tear down whatever is left of the local cluster"
 run 'teardown' ansible-playbook playbooks/local_cluster.yml -e cluster=mycluster -e local_cluster_state=absent
-if [ $last_rc = 0 ]; then
-  # a cluster built with plain Grid Engine commands (its own cell, on the standard ports, so after
-  # the teardown; it runs even when an earlier step failed, so one run reports on every tier), adopted from the built tarball with a user's inventory only (docs/adopt.md)
+if [ -z "$bg_name" ] && [ $last_rc = 0 ]; then
+  # the local cluster never came up, so the adopt test did not run beside it: it runs now, on the
+  # standard ports (so one run still reports on every tier)
   step "adopt: a cluster the collection did not build (tests/adopt)"
   run 'adopt test' env GEB_REQUIRE_CLUSTER=1 pytest tests/adopt -q -m adopt -s
 fi

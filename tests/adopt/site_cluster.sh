@@ -12,7 +12,9 @@
 # What it makes (names overridable through the environment):
 #   cell SITE_CELL=site under SGE_ROOT=/var/lib/gridengine, spool /var/spool/gridengine-$SITE_CELL,
 #   qmaster on this host on Grid Engine's standard ports (6444/6445 from /etc/services), so the
-#   cell `default` (playbooks/local_cluster.yml) must not be running;
+#   cell `default` (playbooks/local_cluster.yml) must not be running; or, as many sites do, on the
+#   ports SGE_QMASTER_PORT and SGE_EXECD_PORT of the environment (both set: scripts/test.sh runs
+#   the adopt test that way beside the local cluster's tests);
 #   scheduler interval 0:0:1; host group @allhosts; queue all.q (2 slots per host, pe_list mpi,
 #   load_thresholds NONE: every namespace node shares this machine's one kernel and so its load
 #   average; with the template's np_load_avg=1.75 a busy machine puts every host in alarm);
@@ -21,6 +23,9 @@
 #   namespace node made with gridengine.balancer.local_node (our stand-in for a box in the rack,
 #   labelled cluster "site_static", so no provider of the balancer counts it as its own); its /etc/hosts
 #   line on the master, `qconf -ah/-Ae`, its host-group membership and its execd are plain commands.
+# The harness's one concession: this machine may be running the project's other tests at the same
+# time, whose joins and leaves edit /etc/hosts under the collection's host-files lock
+# (roles/node_join/tasks/locked.yml); the static host's line is written and deleted under it too.
 # Nothing here contacts an address but the static host's own (10.77.0.0/24, this machine's bridge).
 set -euo pipefail
 export SGE_ROOT=${SGE_ROOT:-/var/lib/gridengine}
@@ -42,10 +47,35 @@ die() { printf '[site_cluster] error: %s\n' "$*" >&2; exit 1; }
 [[ $STATIC =~ ^[a-z][a-z0-9-]{0,62}$ ]] || die "STATIC_NAME=$STATIC is not a host name"
 [[ $STATIC_ADDRESS =~ ^10\.77\.0\.([0-9]{1,3})$ ]] || die "STATIC_ADDRESS must be in 10.77.0.0/24"
 [ "$(id -u)" = 0 ] || die "run as root"
+PORT_ENV=""
+if [ -n "${SGE_QMASTER_PORT:-}${SGE_EXECD_PORT:-}" ]; then
+  [[ ${SGE_QMASTER_PORT:-} =~ ^[1-9][0-9]{2,4}$ && ${SGE_EXECD_PORT:-} =~ ^[1-9][0-9]{2,4}$ ]] \
+    || die "set both SGE_QMASTER_PORT and SGE_EXECD_PORT (ports), or neither"
+  export SGE_QMASTER_PORT SGE_EXECD_PORT
+  PORT_ENV="SGE_QMASTER_PORT=$SGE_QMASTER_PORT SGE_EXECD_PORT=$SGE_EXECD_PORT"
+fi
+HOST_FILES_LOCK=/var/lib/gridengine-balancer/_machine/host-files.lock.json
 
 ansible_local() {  # the local_node module from this checkout, on this host
   LC_ALL=C.UTF-8 ANSIBLE_COLLECTIONS_PATH=$REPO/.collections "$REPO/.venv/bin/ansible" localhost -c local \
     -e ansible_python_interpreter=/usr/bin/python3 "$@"
+}
+# hosts_locked COMMAND...: COMMAND under the machine's host-files lock (balancer_lock), waited for
+hosts_locked() {
+  local out="" token="" rc=0
+  for _ in $(seq 90); do
+    if out=$(ansible_local -o -m gridengine.balancer.balancer_lock \
+        -a "path=$HOST_FILES_LOCK owner='tests/adopt/site_cluster.sh cell=$SGE_CELL' ttl=60" 2>&1); then
+      token=$(sed -n 's/.*"token": "\([0-9a-f]\{32\}\)".*/\1/p' <<<"$out" | head -n 1)
+      break
+    fi
+    sleep 2
+  done
+  [ -n "$token" ] || die "could not take the host-files lock $HOST_FILES_LOCK: $out"
+  "$@" || rc=$?
+  ansible_local -m gridengine.balancer.balancer_lock -a "path=$HOST_FILES_LOCK token=$token state=absent" >/dev/null \
+    || log "warning: could not give the host-files lock back (it expires in 60 s)"
+  return $rc
 }
 qmaster_pid() { cat "$SPOOL/qmaster/qmaster.pid" 2>/dev/null || true; }
 qmaster_up() { local p; p=$(qmaster_pid); [ -n "$p" ] && [ -d "/proc/$p" ] && grep -qx sge_qmaster "/proc/$p/comm"; }
@@ -56,7 +86,7 @@ on_static() {
 
 up() {
   # 0. the standard ports must be free: the cell default's qmaster is not running
-  if pgrep -x sge_qmaster >/dev/null && ! qmaster_up; then
+  if [ -z "$PORT_ENV" ] && pgrep -x sge_qmaster >/dev/null && ! qmaster_up; then
     die "another sge_qmaster runs (the local cluster's?); stop it first: the site cell uses the standard ports"
   fi
   case $(getent ahostsv4 "$MASTER" | awk 'NR==1{print $1}') in
@@ -128,20 +158,34 @@ EOF
     -a "name=$STATIC address=$STATIC_ADDRESS cluster=site_static authorized_key_file=$NODES_DIR/id_ed25519.pub" >/dev/null \
     || { [ -f "$NODES_DIR/id_ed25519.pub" ] || die "no $NODES_DIR/id_ed25519.pub: run the local cluster once (it makes the key)"; die "could not bring up $STATIC"; }
   grep -qE "^${STATIC_ADDRESS//./\\.}[[:space:]]+${STATIC}([[:space:]]|\$)" /etc/hosts \
-    || printf '%s %s  %s\n' "$STATIC_ADDRESS" "$STATIC" "$HOSTS_MARK" >> /etc/hosts
+    || hosts_locked add_static_line
   qconf -sh | grep -qx "$STATIC" || qconf -ah "$STATIC" >/dev/null
   if ! qconf -se "$STATIC" >/dev/null 2>&1; then
     printf 'hostname %s\nload_scaling NONE\ncomplex_values NONE\nuser_lists NONE\nxuser_lists NONE\nprojects NONE\nxprojects NONE\nusage_scaling NONE\nreport_variables NONE\n' "$STATIC" > "$tmp/eh"
     qconf -Ae "$tmp/eh" >/dev/null
   fi
   qconf -shgrp @allhosts | grep -qw "$STATIC" || qconf -aattr hostgroup hostlist "$STATIC" @allhosts >/dev/null
-  on_static "pgrep -x sge_execd >/dev/null || SGE_ROOT=$SGE_ROOT SGE_CELL=$SGE_CELL /usr/sbin/sge_execd </dev/null >/dev/null 2>&1"
+  on_static "pgrep -x sge_execd >/dev/null || SGE_ROOT=$SGE_ROOT SGE_CELL=$SGE_CELL $PORT_ENV /usr/sbin/sge_execd </dev/null >/dev/null 2>&1"
   for _ in $(seq 60); do
     qhost -h "$STATIC" | awk -v h="$STATIC" '$1==h && $7!="-" {ok=1} END{exit !ok}' && break
     sleep 1
   done
   qhost -h "$STATIC" | awk -v h="$STATIC" '$1==h && $7!="-" {ok=1} END{exit !ok}' || die "$STATIC reports no load"
   log "cell $SGE_CELL up: queues $(qconf -sql | tr '\n' ' ')| PEs $(qconf -spl | tr '\n' ' ')| exec hosts $(qconf -sel | tr '\n' ' ')"
+}
+
+add_static_line() {
+  printf '%s %s  %s\n' "$STATIC_ADDRESS" "$STATIC" "$HOSTS_MARK" >> /etc/hosts
+}
+
+# the static host's line out of /etc/hosts: a whole new file renamed over it, never a half-written one
+remove_static_line() {
+  local line="$STATIC_ADDRESS $STATIC  $HOSTS_MARK" tmp rc=0
+  tmp=$(mktemp /etc/.hosts.site_cluster.XXXXXX)
+  grep -vxF "$line" /etc/hosts > "$tmp" || rc=$?
+  [ "$rc" -le 1 ] || { rm -f "$tmp"; die "could not read /etc/hosts (grep rc $rc); it is unchanged"; }
+  chmod 0644 "$tmp"
+  mv -f "$tmp" /etc/hosts
 }
 
 down() {
@@ -152,14 +196,8 @@ down() {
     for _ in $(seq 50); do qmaster_up || break; sleep 0.2; done
   fi
   ansible_local -m gridengine.balancer.local_node -a "name=$STATIC state=absent" >/dev/null || true
-  # the static host's line out of /etc/hosts: a whole new file renamed over it, never a half-written one
-  local line="$STATIC_ADDRESS $STATIC  $HOSTS_MARK" tmp rc=0
-  if grep -qxF "$line" /etc/hosts; then
-    tmp=$(mktemp /etc/.hosts.site_cluster.XXXXXX)
-    grep -vxF "$line" /etc/hosts > "$tmp" || rc=$?
-    [ "$rc" -le 1 ] || { rm -f "$tmp"; die "could not read /etc/hosts (grep rc $rc); it is unchanged"; }
-    chmod 0644 "$tmp"
-    mv -f "$tmp" /etc/hosts
+  if grep -qxF "$STATIC_ADDRESS $STATIC  $HOSTS_MARK" /etc/hosts; then
+    hosts_locked remove_static_line
   fi
   rm -rf "${SPOOL:?}" "${SGE_ROOT:?}/${SGE_CELL:?}" "/var/spool/gridengine/execd/$STATIC"
   log "cell $SGE_CELL and $STATIC removed"

@@ -18,10 +18,13 @@ slots, so growth is for them too) and shrinks back afterwards; every job ends ``
 the exit status it chose; the parallel jobs ran across two hosts; ``static01`` is untouched (the
 same execd process, in ``@allhosts``, its queue instance never disabled, its ``/etc/hosts`` line).
 
-Needs root, the Debian Grid Engine packages and this machine's namespace nodes; the cell
-``default`` (playbooks/local_cluster.yml) must be down: the site cell uses the standard ports.
-Run: ``GEB_REQUIRE_CLUSTER=1 .venv/bin/pytest tests/adopt -q -m adopt`` (scripts/test.sh does,
-after the integration tests). About 6 minutes.
+Needs root, the Debian Grid Engine packages and this machine's namespace nodes. The site cell uses
+the standard ports, so the cell ``default`` (playbooks/local_cluster.yml) must be down; or, with
+``SGE_QMASTER_PORT`` and ``SGE_EXECD_PORT`` in the environment, ports of its own, which the user's
+group vars then name (``cluster_sge_qmaster_port``, ``cluster_sge_execd_port``: the balancer's runs
+get no port from the environment). scripts/test.sh runs it that way (6448/6449) beside the local
+cluster's transfer queue and burst tests. Its burst nodes are 10.77.0.151 and up.
+Run: ``GEB_REQUIRE_CLUSTER=1 .venv/bin/pytest tests/adopt -q -m adopt``. About 6 minutes.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -55,6 +58,8 @@ NODES_DIR = '/var/lib/gridengine-balancer/local-nodes'
 BURST_FORMAT = 'burst%02d'
 POLL_DEADLINE = 900      # seconds for the whole burst: grow, run, shrink
 POLL_PAUSE = 5           # seconds between two polls (the schedule's interval)
+# the site's own ports, when the environment gives them (scripts/test.sh: beside the local cluster)
+PORTS = {name: os.environ[name] for name in ('SGE_QMASTER_PORT', 'SGE_EXECD_PORT') if os.environ.get(name)}
 
 # What the user writes: the inventory and the group vars, nothing else.
 HOSTS_YML = {
@@ -80,7 +85,7 @@ GROUP_VARS = {
     'cluster_bridge_address': '10.77.0.1/24',
     'cluster_node_name_format': BURST_FORMAT,
     'cluster_node_address_format': '10.77.0.%d',
-    'cluster_node_address_offset': 100,
+    'cluster_node_address_offset': 150,   # 10.77.0.151 and up: apart from the burst test's partner nodes
     # the balancer's options (docs/elastic.md); the rest are the shipped defaults
     'max_nodes': 4,
     'add_nodes_per_iter': 3,
@@ -89,12 +94,17 @@ GROUP_VARS = {
     'idle_time': 20,
     'drain_settle_time': 3,
 }
+if PORTS:
+    GROUP_VARS['cluster_sge_qmaster_port'] = int(PORTS['SGE_QMASTER_PORT'])
+    GROUP_VARS['cluster_sge_execd_port'] = int(PORTS['SGE_EXECD_PORT'])
 
 
-def _run(argv, env=None, timeout=300, cwd=REPO):
+def _run(argv, env=None, timeout=300, cwd=REPO, drop=()):
     full_env = dict(os.environ)
     full_env.update(SGE_ENV)
     full_env.update(env or {})
+    for name in drop:
+        full_env.pop(name, None)
     return subprocess.run(argv, cwd=cwd, env=full_env, timeout=timeout, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, universal_newlines=True, check=False)
 
@@ -170,7 +180,8 @@ class Site(object):
                 '-e', 'cluster=%s' % CLUSTER]
         for item in extra:
             argv += ['-e', item]
-        return _run(argv, cwd=self.root, env=self.env(), timeout=kwargs.get('timeout', 900))
+        # the ports come from the user's group vars only, as from an AWX job's
+        return _run(argv, cwd=self.root, env=self.env(), timeout=kwargs.get('timeout', 900), drop=tuple(PORTS))
 
     def poll(self):
         """One poll; returns its plan (the elastic_plan result)."""
@@ -205,8 +216,9 @@ class Burst(object):
 
     def _qsub(self, *args):
         command = 'qsub -terse -o %s -e %s %s' % (self.out, self.out, ' '.join(args))
-        proc = _run(['su', '-', JOB_USER, '-c', 'SGE_ROOT=%s SGE_CELL=%s %s' % (
-            SGE_ENV['SGE_ROOT'], CELL, command)])
+        ports = ''.join('%s=%s ' % item for item in sorted(PORTS.items()))
+        proc = _run(['su', '-', JOB_USER, '-c', '%sSGE_ROOT=%s SGE_CELL=%s %s' % (
+            ports, SGE_ENV['SGE_ROOT'], CELL, command)])
         assert proc.returncode == 0, proc.stderr
         return int(proc.stdout.strip().split('.')[0])
 
@@ -256,7 +268,7 @@ class Burst(object):
 def site_cluster():
     if os.geteuid() != 0 or not shutil.which('qconf'):
         pytest.skip('needs root and the Grid Engine packages')
-    if subprocess.run(['pgrep', '-x', 'sge_qmaster'], stdout=subprocess.DEVNULL, check=False).returncode == 0 \
+    if not PORTS and subprocess.run(['pgrep', '-x', 'sge_qmaster'], stdout=subprocess.DEVNULL, check=False).returncode == 0 \
             and not os.path.exists('/var/spool/gridengine-%s/made-by-site_cluster.sh' % CELL):
         message = 'a qmaster runs (the local cluster?): the site cell needs the standard ports'
         if os.environ.get('GEB_REQUIRE_CLUSTER'):
