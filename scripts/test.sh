@@ -13,9 +13,10 @@
 #
 # With integration, the checks of step 2 run beside the integration tests (their output goes to
 # .state/checks.log and is printed at the end): the integration steps alone keep about one of two
-# cores busy, so running both at once saves most of the checks' 19 minutes (the whole run took 43
-# to 44 minutes here on 2026-11-28, 41 on the CI machine; the table printed at the end gives each
-# step's wall and busy CPU time: docs/testing.md). Each side's result decides the exit status.
+# cores busy, so running both at once saves most of the checks' 19 minutes. The adopt test runs
+# beside the transfer queue and burst steps (2026-11-28: the whole run 2,262 s, 38 minutes, here,
+# against 43 to 44 minutes before; the table printed at the end gives each step's wall and busy
+# CPU time: docs/testing.md). Each side's result decides the exit status.
 #
 # The integration tests come in two tiers (docs/testing.md):
 #   - core (default, CI): every feature on the real cluster, about 12 minutes, then the molecule scenarios;
@@ -80,7 +81,9 @@ time_summary() {
   done
 }
 # start_bg NAME COMMAND... / wait_bg: one integration step in the background, beside the next ones
-# (its output goes to a private log, printed when it is waited for); then recorded as run does.
+# (its output goes to a private log, printed when it is waited for); then recorded as run does,
+# with its own end: its wall time, and the machine's busy CPU meanwhile (its own and the steps'
+# beside it, which the table lists too).
 bg_pid="" bg_name="" bg_log="" bg_t0=0 bg_b0=0 bg_c0=0
 start_bg() {
   bg_name=$1
@@ -88,18 +91,18 @@ start_bg() {
   bg_log=$(mktemp "$steps_dir/step.XXXXXX.log")
   bg_t0=$(date +%s)
   read -r bg_b0 bg_c0 < <(cpu_now)
-  "$@" >"$bg_log" 2>&1 &
+  ( r=0; "$@" || r=$?; echo "$(date +%s) $(cpu_now)" >"$bg_log.end"; exit $r ) >"$bg_log" 2>&1 &
   bg_pid=$!
 }
 wait_bg() {
-  local r=0 b1 c1
+  local r=0 t1 b1 c1
   [ -n "$bg_pid" ] || return 0
   step "waiting for $bg_name (started $(( $(date +%s) - bg_t0 )) s ago, beside the steps since)"
   wait "$bg_pid" || r=$?
   bg_pid=""
-  read -r b1 c1 < <(cpu_now)
+  read -r t1 b1 c1 <"$bg_log.end" || read -r t1 b1 c1 < <(echo "$(date +%s) $(cpu_now)")
   cat "$bg_log"
-  step_times+=("$bg_name (beside)|$(( $(date +%s) - bg_t0 ))|$((b1 - bg_b0))|$((c1 - bg_c0))")
+  step_times+=("$bg_name (beside)|$((t1 - bg_t0))|$((b1 - bg_b0))|$((c1 - bg_c0))")
   if [ $r != 0 ]; then
     rc=$r
     failed_steps+=("$bg_name|$r|$bg_log")
