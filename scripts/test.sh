@@ -182,7 +182,7 @@ if [ $rc = 0 ]; then
   run 'molecule provider_ec2' molecule test -s provider_ec2
   run 'molecule task_rebalance' molecule test -s task_rebalance
   # a cluster built with plain Grid Engine commands (its own cell, on ports 6448/6449 of its own,
-  # nodes 10.77.0.151 and up), adopted from the built tarball with a user's inventory only
+  # nodes 10.77.0.201 and up), adopted from the built tarball with a user's inventory only
   # (docs/adopt.md). In the background: the transfer queue and burst steps below keep about half a
   # core busy (docs/testing.md), and every join and leave of the three cells edits this master's
   # /etc/hosts and exports under the host-files lock (roles/node_join/tasks/locked.yml).

@@ -23,7 +23,7 @@ the standard ports, so the cell ``default`` (playbooks/local_cluster.yml) must b
 ``SGE_QMASTER_PORT`` and ``SGE_EXECD_PORT`` in the environment, ports of its own, which the user's
 group vars then name (``cluster_sge_qmaster_port``, ``cluster_sge_execd_port``: the balancer's runs
 get no port from the environment). scripts/test.sh runs it that way (6448/6449) beside the local
-cluster's transfer queue and burst tests. Its burst nodes are 10.77.0.151 and up.
+cluster's transfer queue and burst tests. Its burst nodes are 10.77.0.201 and up.
 Run: ``GEB_REQUIRE_CLUSTER=1 .venv/bin/pytest tests/adopt -q -m adopt``. About 6 minutes.
 """
 
@@ -85,7 +85,7 @@ GROUP_VARS = {
     'cluster_bridge_address': '10.77.0.1/24',
     'cluster_node_name_format': BURST_FORMAT,
     'cluster_node_address_format': '10.77.0.%d',
-    'cluster_node_address_offset': 150,   # 10.77.0.151 and up: apart from the burst test's partner nodes
+    'cluster_node_address_offset': 200,   # 10.77.0.201 and up: apart from the burst partner's (.101) and the EC2 subnet (.128/26)
     # the balancer's options (docs/elastic.md); the rest are the shipped defaults
     'max_nodes': 4,
     'add_nodes_per_iter': 3,
