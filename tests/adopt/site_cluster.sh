@@ -56,7 +56,7 @@ if [ -n "${SGE_QMASTER_PORT:-}${SGE_EXECD_PORT:-}" ]; then
 fi
 HOST_FILES_LOCK=/var/lib/gridengine-balancer/_machine/host-files.lock.json
 
-ansible_local() {  # the local_node module from this checkout, on this host
+ansible_local() {  # a module of this checkout (local_node, balancer_lock), on this host
   LC_ALL=C.UTF-8 ANSIBLE_COLLECTIONS_PATH=$REPO/.collections "$REPO/.venv/bin/ansible" localhost -c local \
     -e ansible_python_interpreter=/usr/bin/python3 "$@"
 }
