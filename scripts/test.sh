@@ -59,12 +59,16 @@ run() {
   read -r b0 c0 < <(cpu_now)
   "$@" 2>&1 | tee "$log" || r=$?
   read -r b1 c1 < <(cpu_now)
-  # wall seconds, and the machine's busy CPU seconds in that time (of wall x cores available)
-  step_times+=("$name|$(( $(date +%s) - t0 ))|$((b1 - b0))|$((c1 - c0))")
-  last_rc=$r
-  if [ $r != 0 ]; then
-    rc=$r
-    failed_steps+=("$name|$r|$log")
+  record "$name" $r "$log" $(( $(date +%s) - t0 )) $((b1 - b0)) $((c1 - c0))
+}
+# record NAME RC LOG WALL BUSY TOTAL: a step's wall seconds and the machine's busy CPU ticks in that
+# time (of TOTAL: wall x cores), for time_summary; a failure for failure_summary and the exit status
+record() {
+  step_times+=("$1|$4|$5|$6")
+  last_rc=$2
+  if [ "$2" != 0 ]; then
+    rc=$2
+    failed_steps+=("$1|$2|$3")
   fi
 }
 # time_summary: each integration step's wall time and how busy the machine's cores were meanwhile
@@ -102,11 +106,7 @@ wait_bg() {
   bg_pid=""
   read -r t1 b1 c1 <"$bg_log.end" || read -r t1 b1 c1 < <(echo "$(date +%s) $(cpu_now)")
   cat "$bg_log"
-  step_times+=("$bg_name (beside)|$((t1 - bg_t0))|$((b1 - bg_b0))|$((c1 - bg_c0))")
-  if [ $r != 0 ]; then
-    rc=$r
-    failed_steps+=("$bg_name|$r|$bg_log")
-  fi
+  record "$bg_name (beside)" $r "$bg_log" $((t1 - bg_t0)) $((b1 - bg_b0)) $((c1 - bg_c0))
 }
 failure_summary() {
   local entry name r log
@@ -162,7 +162,7 @@ checks_pid=$!
 rc=0
 step "integration: bring up the local cluster"
 run 'cluster bring-up' ansible-playbook playbooks/local_cluster.yml -e cluster=mycluster -e local_cluster_nodes=2
-if [ $rc = 0 ]; then
+if [ "$rc" = 0 ]; then
   marker='integration and not slow'
   [ $full = 1 ] && marker='integration'
   step "integration tests (-m '$marker')"
@@ -207,7 +207,7 @@ step "molecule: sge_master (the qmaster the kill test stopped: started, checked,
 run 'molecule sge_master' molecule test -s sge_master
 step "integration: tear down whatever is left of the local cluster"
 run 'teardown' ansible-playbook playbooks/local_cluster.yml -e cluster=mycluster -e local_cluster_state=absent
-if [ -z "$bg_name" ] && [ $last_rc = 0 ]; then
+if [ -z "$bg_name" ] && [ "$last_rc" = 0 ]; then
   # the local cluster never came up, so the adopt test did not run beside it: it runs now, on the
   # standard ports (so one run still reports on every tier)
   step "adopt: a cluster the collection did not build (tests/adopt)"
@@ -222,5 +222,5 @@ time_summary
 failure_summary
 step "checks: rc $checks_rc; integration: rc $rc"
 [ $checks_rc = 0 ] || { echo "checks failed (rc $checks_rc)"; exit $checks_rc; }
-[ $rc = 0 ] || { echo "integration failed (rc $rc)"; exit $rc; }
+[ "$rc" = 0 ] || { echo "integration failed (rc $rc)"; exit "$rc"; }
 step "all tests passed"
