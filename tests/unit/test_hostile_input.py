@@ -22,6 +22,7 @@ are evaluated with Ansible's own templar on the hostile values; the NFS export l
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import io
@@ -646,6 +647,12 @@ def _asserts(path, first_play_only=False):
     """The ``that`` conditions of the assert tasks of a task file or of a playbook's plays (with
     ``first_play_only``: of the plays up to the first one with tasks that is not imported, i.e. the
     shared checks a playbook imports first, playbooks/common/cluster_group.yml, and its own)."""
+    return list(_asserts_read(path, first_play_only))
+
+
+@functools.lru_cache(maxsize=None)
+def _asserts_read(path, first_play_only):
+    """_asserts, read once per file (a run asks for the same file's checks thousands of times)."""
     data = list(_plays(path)) if path.startswith("playbooks/") else _load(path)
     tasks = []
     for item in data:
@@ -661,7 +668,7 @@ def _asserts(path, first_play_only=False):
         if spec:
             that = spec["that"]
             conditions.extend([that] if isinstance(that, str) else list(that))
-    return conditions
+    return tuple(conditions)
 
 
 def failing(conditions, variables):
@@ -741,9 +748,15 @@ PLAYBOOK_CASES = [
 
 def _role_vars(role, base):
     """The role's defaults, rendered as Ansible would (they refer to each other and to the
-    cluster_* group vars), with ``base`` on top."""
-    variables = dict(base)
-    templates = {k: v for k, v in _defaults(role).items() if k not in base}
+    cluster_* group vars), with ``base`` on top: a new dict each call (callers set variables in
+    it), rendered once per role and base."""
+    return dict(_role_vars_rendered(role, json.dumps(base, sort_keys=True)))
+
+
+@functools.lru_cache(maxsize=None)
+def _role_vars_rendered(role, base_json):
+    variables = json.loads(base_json)
+    templates = {k: v for k, v in _defaults(role).items() if k not in variables}
     rendered = dict(templates)
     for dummy_pass in range(4):          # defaults refer to defaults: render from the originals again
         known = dict(rendered, **variables)
