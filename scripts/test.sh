@@ -84,29 +84,41 @@ time_summary() {
       printf "%-26s %7d %9.1f of %7.1f %11.2f\n", n, w, b / t, c / t, (w > 0 ? b / t / w : 0) }'
   done
 }
-# start_bg NAME COMMAND... / wait_bg: one integration step in the background, beside the next ones
-# (its output goes to a private log, printed when it is waited for); then recorded as run does,
-# with its own end: its wall time, and the machine's busy CPU meanwhile (its own and the steps'
-# beside it, which the table lists too).
-bg_pid="" bg_name="" bg_log="" bg_t0=0 bg_b0=0 bg_c0=0
-start_bg() {
-  bg_name=$1
+# The background lane: steps that do not need the local cluster to themselves, one after the
+# other beside the steps that do. start_bg FUNCTION runs FUNCTION (a list of bg_step calls) in the
+# background; each bg_step keeps its output in a private log and writes its record (name, rc, log,
+# its own wall time, the machine's busy and total CPU meanwhile) to the lane's record file; wait_bg
+# waits for the lane, prints each step's log and records it as run does.
+bg_pid="" bg_started=0 bg_t0=0 bg_records=""
+bg_step() {
+  local name=$1 log r=0 t0 b0 c0 b1 c1
   shift
-  bg_log=$(mktemp "$steps_dir/step.XXXXXX.log")
+  log=$(mktemp "$steps_dir/step.XXXXXX.log")
+  t0=$(date +%s)
+  read -r b0 c0 < <(cpu_now)
+  "$@" >"$log" 2>&1 || r=$?
+  read -r b1 c1 < <(cpu_now)
+  echo "$name|$r|$log|$(( $(date +%s) - t0 ))|$((b1 - b0))|$((c1 - c0))" >>"$bg_records"
+}
+start_bg() {
+  bg_records=$(mktemp "$steps_dir/lane.XXXXXX")
   bg_t0=$(date +%s)
-  read -r bg_b0 bg_c0 < <(cpu_now)
-  ( r=0; "$@" || r=$?; echo "$(date +%s) $(cpu_now)" >"$bg_log.end"; exit $r ) >"$bg_log" 2>&1 &
-  bg_pid=$!
+  "$@" </dev/null >/dev/null 2>&1 &
+  bg_pid=$! bg_started=1
 }
 wait_bg() {
-  local r=0 t1 b1 c1
+  local r=0 name log wall busy total
   [ -n "$bg_pid" ] || return 0
-  step "waiting for $bg_name (started $(( $(date +%s) - bg_t0 )) s ago, beside the steps since)"
+  step "waiting for the background lane (started $(( $(date +%s) - bg_t0 )) s ago, beside the steps since)"
   wait "$bg_pid" || r=$?
   bg_pid=""
-  read -r t1 b1 c1 <"$bg_log.end" || read -r t1 b1 c1 < <(echo "$(date +%s) $(cpu_now)")
-  cat "$bg_log"
-  record "$bg_name (beside)" $r "$bg_log" $((t1 - bg_t0)) $((b1 - bg_b0)) $((c1 - bg_c0))
+  while IFS='|' read -r name r log wall busy total; do
+    step "$name (ran in the background lane): its output"
+    cat "$log"
+    record "$name (beside)" "$r" "$log" "$wall" "$busy" "$total"
+  done <"$bg_records"
+  # a lane that died between its steps (killed) leaves fewer records: that is a failure too
+  [ "$r" = 0 ] || record 'background lane' "$r" "$bg_records" $(( $(date +%s) - bg_t0 )) 0 0
 }
 failure_summary() {
   local entry name r log
@@ -121,6 +133,15 @@ failure_summary() {
     printf -- '--- last 15 lines of %s:\n' "$name"
     sed 's/\x1b\[[0-9;]*m//g' "$log" | tail -n 15
   done
+}
+
+# what the background lane runs (after the local cluster's own node scenarios, until the kill test)
+beside_the_cluster() {
+  bg_step 'molecule provider_ec2' molecule test -s provider_ec2
+  bg_step 'molecule provider_local' molecule test -s provider_local
+  bg_step 'molecule task_rebalance' molecule test -s task_rebalance
+  bg_step 'adopt test' env SGE_QMASTER_PORT=6448 SGE_EXECD_PORT=6449 GEB_REQUIRE_CLUSTER=1 \
+    pytest tests/adopt -q -m adopt -s -p no:cacheprovider
 }
 
 step "setup"
@@ -173,22 +194,21 @@ if [ "$rc" = 0 ]; then
   # Molecule, one scenario per role (extensions/molecule), each create, converge, idempotence,
   # verify, destroy on real namespace nodes. node_join's node is kept (--destroy=never) and is
   # node_leave's starting point (node_leave's destroy removes it if a step failed); sge_cell's cell
-  # "remote" is kept for transfer_queue, whose destroy deletes it; sge_master runs after the kill
-  # test below, which stops the cluster it starts and stops again.
-  step "molecule: node_join, node_leave, provider_local, provider_ec2 (moto_server), task_rebalance"
+  # "remote" is kept for transfer_queue, whose destroy deletes it; provider_ec2, provider_local and
+  # task_rebalance run in the background lane below; sge_master runs after the kill test below,
+  # which stops the cluster it starts and stops again.
+  step "molecule: node_join, node_leave"
   run 'molecule node_join' molecule test -s node_join --destroy=never
   run 'molecule node_leave' molecule test -s node_leave
-  run 'molecule provider_local' molecule test -s provider_local
-  run 'molecule provider_ec2' molecule test -s provider_ec2
-  run 'molecule task_rebalance' molecule test -s task_rebalance
-  # a cluster built with plain Grid Engine commands (its own cell, on ports 6448/6449 of its own,
-  # nodes 10.77.0.201 and up), adopted from the built tarball with a user's inventory only
-  # (docs/adopt.md). In the background: the transfer queue and burst steps below keep about half a
-  # core busy (docs/testing.md), and every join and leave of the three cells edits this master's
-  # /etc/hosts and exports under the host-files lock (roles/node_join/tasks/locked.yml).
-  step "adopt: a cluster the collection did not build (tests/adopt), in the background until the kill test"
-  start_bg 'adopt test' env SGE_QMASTER_PORT=6448 SGE_EXECD_PORT=6449 GEB_REQUIRE_CLUSTER=1 \
-    pytest tests/adopt -q -m adopt -s -p no:cacheprovider
+  # the background lane: the provider scenarios, task_rebalance (the cluster's hosts as they are,
+  # no job) and a cluster built with plain Grid Engine commands (its own cell, on ports 6448/6449 of
+  # its own, nodes 10.77.0.201 and up) adopted from the built tarball with a user's inventory only
+  # (docs/adopt.md). Beside the steps below that need the cluster to themselves: the transfer queue
+  # and burst steps keep about half a core busy (docs/testing.md), and every join and leave of the
+  # three cells edits this master's /etc/hosts and exports under the host-files lock
+  # (roles/node_join/tasks/locked.yml).
+  step "background lane until the kill test: molecule provider_ec2, provider_local, task_rebalance; the adopt test (tests/adopt)"
+  start_bg beside_the_cluster
   step "molecule: sge_cell (kept), then transfer_queue on its cell (verify: tests/integration/test_transfer_real.py)"
   run 'molecule sge_cell' molecule test -s sge_cell --destroy=never
   run 'molecule transfer_queue' molecule test -s transfer_queue
@@ -198,7 +218,7 @@ if [ "$rc" = 0 ]; then
   [ $full = 1 ] && burst_marker='burst'
   run 'burst test' env GEB_REQUIRE_CLUSTER=1 pytest tests/integration -q -m "$burst_marker" -s
 fi
-# the adopt test's nodes share the local cluster's bridge: it ends before the cluster does
+# the background lane's nodes share the local cluster's bridge: it ends before the cluster does
 wait_bg
 # kill_cluster: the balancer itself tears the cluster down after its jobs (it must come last)
 step "integration: the balancer terminates the cluster (kill_cluster, tests/integration -m kill)"
@@ -207,7 +227,7 @@ step "molecule: sge_master (the qmaster the kill test stopped: started, checked,
 run 'molecule sge_master' molecule test -s sge_master
 step "integration: tear down whatever is left of the local cluster"
 run 'teardown' ansible-playbook playbooks/local_cluster.yml -e cluster=mycluster -e local_cluster_state=absent
-if [ -z "$bg_name" ] && [ "$last_rc" = 0 ]; then
+if [ "$bg_started" = 0 ] && [ "$last_rc" = 0 ]; then
   # the local cluster never came up, so the adopt test did not run beside it: it runs now, on the
   # standard ports (so one run still reports on every tier)
   step "adopt: a cluster the collection did not build (tests/adopt)"
