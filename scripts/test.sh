@@ -8,15 +8,16 @@
 #   3. integration tests on a real local Grid Engine cluster that this script brings up
 #      (qmaster on this machine + namespace nodes), then the molecule scenarios, torn down at the end
 #   4. the adopt test: a cluster made with plain Grid Engine commands (tests/adopt/site_cluster.sh),
-#      balanced by the collection installed from its tarball, with a user's inventory only; it
-#      runs in the background beside the transfer queue and burst steps, on ports of its own
+#      balanced by the collection installed from its tarball, with a user's inventory only, on
+#      ports of its own
 #
 # With integration, the checks of step 2 run beside the integration tests (their output goes to
 # .state/checks.log and is printed at the end): the integration steps alone keep about one of two
-# cores busy, so running both at once saves most of the checks' 19 minutes. The adopt test runs
-# beside the transfer queue and burst steps (2026-11-28: the whole run 2,262 s, 38 minutes, here,
-# against 43 to 44 minutes before; the table printed at the end gives each step's wall and busy
-# CPU time: docs/testing.md). Each side's result decides the exit status.
+# cores busy, so running both at once saves most of the checks' 19 minutes. The steps that do not
+# need the local cluster to themselves (molecule task_rebalance, provider_local, provider_ec2, then
+# the adopt test) run one after the other in a background lane beside the transfer queue and burst
+# steps, which do. The table printed at the end gives each step's wall and busy CPU time
+# (docs/testing.md). Each side's result decides the exit status.
 #
 # The integration tests come in two tiers (docs/testing.md):
 #   - core (default, CI): every feature on the real cluster, about 12 minutes, then the molecule scenarios;
