@@ -139,7 +139,7 @@ failure_summary() {
 # what the background lane runs (after molecule sge_cell, until the kill test). The provider
 # scenarios' idempotence steps rewrite the inventory file of live nodes (inventory/local/nodes.yml),
 # which lists every namespace node on this machine: they run after sge_cell has made its node and
-# long before transfer_queue's destroy and the burst test change the nodes again (about 100 s
+# long before transfer_queue's destroy and the burst test change the nodes again (about 150 s
 # against 400 s); the adopt test, last, keeps its nodes in an inventory of its own.
 beside_the_cluster() {
   bg_step 'molecule task_rebalance' molecule test -s task_rebalance
