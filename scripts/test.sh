@@ -12,10 +12,8 @@
 #      ports of its own
 #
 # With integration, the checks of step 2 run beside the integration tests (their output goes to
-# .state/checks.*.log and .state/lint.*.log and is printed at the end): the integration steps alone
-# keep about one of two cores busy, so running both at once saves most of the checks' 19 minutes.
-# Sanity and ansible-lint start later than the rest, when the steps that keep both cores busy
-# are done and the steps after them wait on Grid Engine (start_lint). The steps that do not
+# .state/checks.log and is printed at the end): the integration steps alone keep about one of two
+# cores busy, so running both at once saves most of the checks' 19 minutes. The steps that do not
 # need the local cluster to themselves (molecule task_rebalance, provider_local, provider_ec2, then
 # the adopt test) run one after the other in a background lane beside the transfer queue and burst
 # steps, which do. The table printed at the end gives each step's wall and busy CPU time
@@ -161,23 +159,19 @@ checks() {
   pytest tests/unit -q -n auto
   step "target-side unit tests under the nodes' /usr/bin/python3"
   bash scripts/unit_nodes_python.sh
+  if [ $sanity = 1 ]; then
+    step "ansible-test sanity"
+    bash scripts/sanity.sh
+    step "ansible-lint (production profile)"
+    ansible-lint --profile production --offline -q
+  fi
   step "build and install the collection tarball"
   bash scripts/build_check.sh
   step "checks passed"
 }
-# the linters: with integration they start later than the other checks (start_lint below)
-lint_checks() {
-  [ $sanity = 1 ] || { step "sanity and lint skipped (--no-sanity)"; return 0; }
-  step "ansible-test sanity"
-  bash scripts/sanity.sh
-  step "ansible-lint (production profile)"
-  ansible-lint --profile production --offline -q
-  step "sanity and lint passed"
-}
 
 if [ $integration = 0 ]; then
   checks
-  lint_checks
   step "all tests passed (no integration)"
   exit 0
 fi
@@ -191,18 +185,6 @@ step "checks (unit, nodes' Python, sanity, lint, tarball) in the background: $ch
 # the checks use what they leave (measured: docs/testing.md)
 ( set -euo pipefail; renice -n 10 -p $BASHPID >/dev/null; checks ) >"$checks_log" 2>&1 &
 checks_pid=$!
-# start_lint: sanity and ansible-lint (about 390 s of one core) in the background, niced like the
-# checks. They start when the steps that keep both cores busy (the cluster's bring-up, the core
-# tier, node_join and node_leave) are done: the steps after them wait on Grid Engine and leave a
-# core idle most of the time (docs/testing.md), which the linters then use.
-lint_log="" lint_pid=""
-start_lint() {
-  [ -z "$lint_log" ] || return 0
-  lint_log=$(mktemp "$ROOT/.state/lint.XXXXXX.log")
-  step "sanity and ansible-lint in the background: $lint_log"
-  ( set -euo pipefail; renice -n 10 -p $BASHPID >/dev/null; lint_checks ) </dev/null >"$lint_log" 2>&1 &
-  lint_pid=$!
-}
 
 rc=0
 step "integration: bring up the local cluster"
@@ -224,7 +206,6 @@ if [ "$rc" = 0 ]; then
   step "molecule: node_join, node_leave"
   run 'molecule node_join' molecule test -s node_join --destroy=never
   run 'molecule node_leave' molecule test -s node_leave
-  start_lint
   step "molecule: sge_cell (kept), then transfer_queue on its cell (verify: tests/integration/test_transfer_real.py)"
   run 'molecule sge_cell' molecule test -s sge_cell --destroy=never
   # the background lane: task_rebalance (the cluster's hosts as they are, no job), the provider
@@ -259,16 +240,10 @@ if [ "$bg_started" = 0 ] && [ "$last_rc" = 0 ]; then
   run 'adopt test' env GEB_REQUIRE_CLUSTER=1 pytest tests/adopt -q -m adopt -s
 fi
 
-# the cluster never came up: the linters have not started yet
-start_lint
 step "waiting for the checks"
 checks_rc=0
 wait "$checks_pid" || checks_rc=$?
 cat "$checks_log"
-lint_rc=0
-wait "$lint_pid" || lint_rc=$?
-cat "$lint_log"
-[ "$checks_rc" != 0 ] || checks_rc=$lint_rc
 time_summary
 failure_summary
 step "checks: rc $checks_rc; integration: rc $rc"
