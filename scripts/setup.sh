@@ -35,8 +35,13 @@ fi
 # 2. Python packages
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
-.venv/bin/python -m pip install -q --disable-pip-version-check -r requirements.txt 2>&1 \
+.venv/bin/python -m pip install -q --disable-pip-version-check --no-compile -r requirements.txt 2>&1 \
   | grep -v "is ignored: it is neither a file nor a directory" || true
+# byte-compiled once here, on every core (pip compiles one file after the other: 41 s of its 113 s
+# on a 2-core machine, against about 28 s this way); a file that does not compile is only slower
+purelib=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+.venv/bin/python -m compileall -q -j 0 "$purelib" >/dev/null 2>&1 \
+  || log "some files in $purelib did not byte-compile (they are compiled when imported)"
 .venv/bin/python -c 'import ansible, boto3, jmespath, netaddr, matplotlib' \
   || { log "python packages missing after pip install"; exit 1; }
 
