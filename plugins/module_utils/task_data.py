@@ -19,6 +19,7 @@ Job and task names are data: they must match :data:`NAME_RE` and never reach a s
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -174,8 +175,13 @@ def pack(root, job, task):
     """Pack the copy into ``<root>/.outgoing/<job>.<task>.tar``: ``(path, checksum, bytes)``.
 
     The archive is written under a temporary name and renamed, so a fetched archive is whole.
+    Run as root, the packing is done as the data root's owner (see :func:`_as_owner`).
     """
     src = copy_dir(root, job, task)
+    return tuple(_as_owner(check_root(root), lambda: _pack(root, job, task, src)))
+
+
+def _pack(root, job, task, src):
     if not os.path.isdir(src) or os.path.islink(src):
         raise TaskDataError("no copy of %s/%s under %s" % (job, task, root))
     checksum = content_checksum(src)
@@ -372,11 +378,10 @@ def _extract(tar, members, top_fd):
 
 def _as_user(uid, gid, work):
     """Run ``work()`` as ``uid``/``gid`` when this process is root and they are not root (in a
-    forked child that drops every group first), else in this process. TaskDataError with the
-    child's message when it fails."""
+    forked child that drops every group first), else in this process; its result (from a child:
+    through JSON, so lists for tuples). TaskDataError with the child's message when it fails."""
     if os.geteuid() != 0 or uid == 0:
-        work()
-        return
+        return work()
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child; its outcome is checked by the parent
@@ -388,26 +393,59 @@ def _as_user(uid, gid, work):
             os.setuid(uid)
             if os.getuid() != uid or os.geteuid() != uid:
                 raise TaskDataError("could not become uid %d" % uid)
-            work()
+            reply = b"R" + json.dumps(work()).encode("utf-8")
+            while reply:
+                reply = reply[os.write(write_end, reply):]
             code = 0
         except BaseException as exc:  # pylint: disable=broad-except
             message = "%s: %s" % (type(exc).__name__, exc) if not isinstance(exc, TaskDataError) else str(exc)
-            os.write(write_end, message.encode("utf-8", "replace")[:8000])
+            os.write(write_end, b"E" + message.encode("utf-8", "replace")[:8000])
         finally:
             os._exit(code)  # pylint: disable=protected-access
     data, status = collect_child(pid, read_end, write_end)
-    if status != 0:
-        message = data.decode("utf-8", "replace") or "the unpacking process died (status %d)" % status
-        raise TaskDataError(message)
+    if status != 0 or data[:1] != b"R":
+        message = data[1:].decode("utf-8", "replace") if data[:1] == b"E" else ""
+        raise TaskDataError(message or "the process working as uid %d died (status %d)" % (uid, status))
+    return json.loads(data[1:].decode("utf-8"))
+
+
+def _as_owner(root, work):
+    """Run ``work()`` as the data root's owner when this process is root and the owner is not.
+
+    The owner can rename and replace every name under the data root (a job directory, a copy,
+    ``.outgoing``) at any moment, for instance with a link to ``/`` between a check and a
+    rename; done with the owner's rights, such a swap gains nothing the owner did not have.
+    A missing data root is worked on as this process (it is made by it)."""
+    try:
+        uid, gid = _owner_of(root)
+    except FileNotFoundError:
+        return work()
+    if os.geteuid() == 0 and uid != 0:
+        _give_outgoing(root, uid, gid)
+    return _as_user(uid, gid, work)
+
+
+def _give_outgoing(root, uid, gid):
+    """Hand an archive directory made by root (an earlier version, or the role's task on a target)
+    to the data root's owner, who packs and cleans there. ``lchown``: a link swapped in is not
+    followed."""
+    path = os.path.join(root, OUTGOING)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(st.st_mode) and (st.st_uid, st.st_gid) != (uid, gid):
+        os.chown(path, uid, gid, follow_symlinks=False)
 
 
 def _unpack(archive, partial, job, task, checksum, root):
     """Check ``archive``, verify its content against ``checksum``, then unpack it into ``partial``
-    (created here) as the data root's owner. Nothing is written before the archive has passed
-    every check and the checksum; TaskDataError naming the archive when it is damaged, unsafe,
-    does not verify or does not fit."""
+    (created here), verify the unpacked copy and rename it into place, all but the archive's
+    reading as the data root's owner. Nothing is written before the archive has passed every
+    check and the checksum; TaskDataError naming the archive when it is damaged, unsafe, does not
+    verify or does not fit."""
     try:
-        with tarfile.open(archive, mode="r") as tar:
+        with tarfile.open(archive, mode="r") as tar:   # as root: the archive may be root's alone
             members = check_members(tar)
             got = archive_checksum(tar, members)
             if got != checksum:
@@ -418,19 +456,9 @@ def _unpack(archive, partial, job, task, checksum, root):
             if need > free:
                 raise TaskDataError("copy of %s/%s from %s needs %d bytes, the data root %s has %d free" % (
                     job, task, archive, need, root, free))
-            jobdir = os.path.dirname(partial)
-            os.makedirs(jobdir, mode=DIR_MODE, exist_ok=True)
-            uid, gid = _owner_of(root)
-            if os.path.lexists(partial):
-                shutil.rmtree(partial)
-            os.mkdir(partial, 0o700)
-            top_fd = os.open(partial, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0))
-            try:
-                if os.geteuid() == 0 and uid != 0:
-                    os.fchown(top_fd, uid, gid)
-                _as_user(uid, gid, lambda: _extract(tar, members, top_fd))
-            finally:
-                os.close(top_fd)
+            if not os.path.isdir(root):
+                os.makedirs(root, mode=DIR_MODE)
+            return _as_owner(root, lambda: _place(tar, members, partial, job, task, checksum, archive))
     except TaskDataError:
         raise
     except RecursionError:
@@ -440,29 +468,20 @@ def _unpack(archive, partial, job, task, checksum, root):
             archive, job, task, str(exc).replace("\n", " ") or type(exc).__name__))
 
 
-def receive(root, job, task, archive, checksum):
-    """Check ``archive``, verify ``checksum`` on its content, unpack it as the copy of job/task,
-    verify the unpacked copy again, then give it its final name.
-
-    Returns ``"present"`` when a copy with that checksum was already there (nothing changed),
-    ``"received"`` otherwise. An archive that is damaged, holds anything but directories, files
-    and links that stay inside the copy, or does not match ``checksum`` raises TaskDataError
-    naming it before anything is written; an existing copy with other content raises (it is
-    never overwritten). The unpacking never relies on the running Python's ``data`` filter, and
-    runs as the data root's owner when that is not root.
-    """
-    final = copy_dir(root, job, task)
-    root = check_root(root)
-    if os.path.isdir(final):
-        have = content_checksum(final)
-        if have == checksum:
-            return "present"
-        raise TaskDataError("%s already holds a different copy of %s/%s (%s, wanted %s)" % (
-            root, job, task, have, checksum))
-    jobdir = os.path.dirname(final)
-    partial = os.path.join(jobdir, PARTIAL + task)
+def _place(tar, members, partial, job, task, checksum, archive):
+    """Unpack the checked ``members`` into ``partial``, verify, rename to the copy's name."""
+    jobdir = os.path.dirname(partial)
+    final = os.path.join(jobdir, task)
     try:
-        _unpack(archive, partial, job, task, checksum, root)
+        os.makedirs(jobdir, mode=DIR_MODE, exist_ok=True)
+        if os.path.lexists(partial):
+            shutil.rmtree(partial)
+        os.mkdir(partial, 0o700)
+        top_fd = os.open(partial, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0))
+        try:
+            _extract(tar, members, top_fd)
+        finally:
+            os.close(top_fd)
         got = content_checksum(partial)
         if got != checksum:
             raise TaskDataError("copy of %s/%s from %s does not verify: checksum %s, source had %s" % (
@@ -474,6 +493,28 @@ def receive(root, job, task, archive, checksum):
         shutil.rmtree(partial, ignore_errors=True)
         raise
     return "received"
+
+
+def receive(root, job, task, archive, checksum):
+    """Check ``archive``, verify ``checksum`` on its content, unpack it as the copy of job/task,
+    verify the unpacked copy again, then give it its final name.
+
+    Returns ``"present"`` when a copy with that checksum was already there (nothing changed),
+    ``"received"`` otherwise. An archive that is damaged, holds anything but directories, files
+    and links that stay inside the copy, or does not match ``checksum`` raises TaskDataError
+    naming it before anything is written; an existing copy with other content raises (it is
+    never overwritten). The unpacking never relies on the running Python's ``data`` filter, and
+    everything written under the data root is written as its owner when that is not root.
+    """
+    final = copy_dir(root, job, task)
+    root = check_root(root)
+    if os.path.isdir(final):
+        have = content_checksum(final)
+        if have == checksum:
+            return "present"
+        raise TaskDataError("%s already holds a different copy of %s/%s (%s, wanted %s)" % (
+            root, job, task, have, checksum))
+    return _unpack(archive, os.path.join(os.path.dirname(final), PARTIAL + task), job, task, checksum, root)
 
 
 def _sync_tree(top):
@@ -493,9 +534,13 @@ def _sync_tree(top):
 def remove(root, job, task):
     """Remove the copy (renamed to ``.removing.<task>`` first, so it stops counting at once).
 
-    ``True`` when something was removed.
+    ``True`` when something was removed. Run as root, as the data root's owner (:func:`_as_owner`).
     """
     final = copy_dir(root, job, task)
+    return _as_owner(check_root(root), lambda: _remove(final, task))
+
+
+def _remove(final, task):
     if not os.path.lexists(final):
         return False
     jobdir = os.path.dirname(final)
@@ -509,8 +554,13 @@ def remove(root, job, task):
 
 
 def clean(root, leftovers):
-    """Remove the leftovers :func:`scan` reported (only paths under ``root``); the paths removed."""
+    """Remove the leftovers :func:`scan` reported (only paths under ``root``); the paths removed.
+    Run as root, as the data root's owner (:func:`_as_owner`)."""
     root = check_root(root)
+    return _as_owner(root, lambda: _clean(root, leftovers))
+
+
+def _clean(root, leftovers):
     removed = []
     for path in leftovers:
         real = os.path.normpath(path)
