@@ -368,7 +368,8 @@ plugin: gridengine.balancer.sge
 cluster: mycluster
 cache: true
 cache_plugin: ansible.builtin.jsonfile
-cache_connection: /tmp/sge_inventory_cache
+# a directory of the controller's user, not a fixed name in /tmp that another user could make first
+cache_connection: ~/.cache/gridengine-balancer/inventory
 cache_timeout: 300
 """
 
@@ -468,6 +469,13 @@ def launched_hosts(content, path):
                          % (path, type(nodes).__name__))
     return sorted(str(name) for name, rec in nodes.items()
                   if isinstance(rec, dict) and rec.get("launched") is True)
+
+
+def _launched_sound(balancer):
+    """The balancer part of a cached model: a list of names (only those among the model's hosts
+    are ever used, as on a fresh read)."""
+    launched = balancer.get("launched")
+    return isinstance(launched, list) and all(isinstance(h, str) for h in launched)
 
 
 def _as_list(value):
@@ -978,6 +986,12 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             if not isinstance(model, dict) or model.get("schema") != inv.MODEL_SCHEMA \
                     or not isinstance(model.get("balancer"), dict) \
                     or model["balancer"].get("schema") != _PLUGIN_MODEL:
+                model = None
+                update_cache = True
+            elif not inv.model_is_sound(model) or not _launched_sound(model["balancer"]):
+                # a cache is a file on disk: names in it pass the checks a fresh read applies
+                self.display.warning("%s: the cached inventory %s holds names or a shape this plugin "
+                                     "does not write; read again from Grid Engine" % (self.NAME, cache_key))
                 model = None
                 update_cache = True
         if model is None:

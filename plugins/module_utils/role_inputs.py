@@ -41,6 +41,9 @@ KINDS = {
     "user": (r"\A[a-z_][a-z0-9_-]{0,31}\Z", "a user name"),
     # a host group name (@name)
     "hostgroup": (r"\A@[A-Za-z_][A-Za-z0-9_.-]{0,63}\Z", "a host group name (@name)"),
+    # a host name (RFC 1123), or empty for "the target's own name"
+    "host_or_empty": (r"\A(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*)?\Z",
+                      "empty or a host name (RFC 1123)"),
 }
 
 # role: {variable: kind} - every variable that reaches a Grid Engine object or a sourced file
@@ -69,6 +72,7 @@ ROLE_VARIABLES = {
         "sge_cell_qmaster_port": "port",                      # settings.sh
         "sge_cell_execd_port": "port",                        # settings.sh
         "sge_cell_queue_slots": "count",                      # queue slots
+        "sge_cell_master_name": "host_or_empty",              # act_qmaster, host_aliases
     },
 }
 

@@ -26,6 +26,8 @@ DEFAULT_SGE_CELL = "default"
 
 # settings.sh lines look like: SGE_ROOT=/var/lib/gridengine; export SGE_ROOT
 _SETTING = re.compile(r"^\s*(SGE_[A-Z_]+)=([^;`$\s]*)\s*(?:;.*)?$")
+# an architecture name (lx-amd64, lx26-x86, sol-sparc64): a directory of $SGE_ROOT/bin
+_ARCH_NAME = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")
 _SETTINGS_KEYS = ("SGE_ROOT", "SGE_CELL", "SGE_ARCH", "SGE_QMASTER_PORT", "SGE_EXECD_PORT",
                   "SGE_CLUSTER_NAME")
 
@@ -151,7 +153,9 @@ def sge_environment(sge_root=None, sge_cell=None, qmaster_port=None, settings=No
 def sge_arch(sge_root=None, settings=None):
     """Grid Engine architecture string: SGE_ARCH from settings.sh, else the only directory in
     ``$SGE_ROOT/bin``, else derived from ``uname``; None when unknown."""
-    if settings and settings.get("SGE_ARCH"):
+    if settings and settings.get("SGE_ARCH") and _ARCH_NAME.match(settings["SGE_ARCH"]):
+        # only a plain name: settings.sh belongs to the admin user, and a value with a "/" or
+        # ".." would send root's commands to a directory outside $SGE_ROOT/bin
         return settings["SGE_ARCH"]
     root = sge_root or DEFAULT_SGE_ROOT
     try:

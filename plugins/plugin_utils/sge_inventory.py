@@ -388,6 +388,36 @@ def build_inventory(qhost_xml, hostgroup_text=None, hostgroup_names=None, master
     }
 
 
+def model_is_sound(model):
+    """Whether ``model`` (read back from an inventory cache) has the shape :func:`build_inventory`
+    gives, with only the names it lets through: valid host, host group and queue names, and no
+    group member that is not one of the model's hosts. A cache is a file another program may have
+    written; a model that fails this is read again from Grid Engine, never used."""
+    try:
+        hosts = model["hosts"]
+        if not isinstance(hosts, dict) or not all(valid_host(h) and isinstance(v, dict) for h, v in hosts.items()):
+            return False
+        master = model["master"]
+        if master is not None and not valid_host(master):
+            return False
+        checks = {"hostgroups": valid_hostgroup, "queues": valid_queue,
+                  "states": lambda name: isinstance(name, str) and len(name) <= 1 and (not name or name.isalpha())}
+        for key, valid_name in checks.items():
+            table = model[key]
+            if not isinstance(table, dict):
+                return False
+            for name, members in table.items():
+                if not valid_name(name) or not isinstance(members, list) or not all(
+                        isinstance(m, str) and m in hosts for m in members):
+                    return False
+        for key in ("warnings", "notes"):
+            if not isinstance(model[key], list) or not all(isinstance(m, str) for m in model[key]):
+                return False
+    except (KeyError, TypeError, AttributeError):
+        return False
+    return True
+
+
 def group_names(model, cluster):
     """``{raw group name: [hosts]}`` of the model, before Ansible sanitises the names.
 

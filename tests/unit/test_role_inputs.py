@@ -33,6 +33,7 @@ GOOD = {
     "port": [6500, "7000"],
     "user": ["sgeadmin", "gebtransfer"],
     "hostgroup": ["@allhosts", "@a_b"],
+    "host_or_empty": ["", "master", "node001.cluster.example", "10-a"],
 }
 BAD_EXTRA = ["NONE\nprolog root@/tmp/x", "x\n", "a b", "", "x;y", "'x'", "x=y", "$(id)", "-1", "@"]
 

@@ -644,6 +644,38 @@ def test_cache_reads_once(tmp_path):
     assert len(runner.calls) == 3
 
 
+@pytest.mark.parametrize("tamper", [
+    lambda m: m["hosts"].update({"bad host\nx": {}}),
+    lambda m: m.update(master="x;$(id)"),
+    lambda m: m["queues"].update({"all.q": ["node001", "not-a-host-of-the-model"]}),
+    lambda m: m["hostgroups"].update({"@x\n": []}),
+    lambda m: m.update(hosts=[]),
+    lambda m: m["balancer"].update(launched="node001"),
+    lambda m: m.pop("states"),
+], ids=["host", "master", "queue-member", "hostgroup", "hosts-list", "launched", "no-states"])
+def test_a_tampered_cache_is_read_again_not_used(tmp_path, tamper):
+    config = {"cluster": "c", "cache": True, "cache_plugin": "jsonfile",
+              "cache_connection": str(tmp_path / "cache"), "cache_timeout": 3600}
+    answers = {QHOST: (0, fixture("qhost_xml_q_3hosts.xml"), b""),
+               SHGRPL: (0, fixture("qconf_shgrpl.txt"), b""),
+               SHGRP_ALL: (0, fixture("qconf_shgrp_allhosts_3hosts.txt"), b"")}
+    first, runner, _p = run_plugin(tmp_path, config, answers, cache=True)
+    files = [p for p in (tmp_path / "cache").iterdir() if p.is_file()]
+    assert len(files) == 1
+    stored = json.loads(files[0].read_text())
+    # ansible-core 2.19's jsonfile cache keeps the value as a JSON text under "__payload__"
+    model = json.loads(stored["__payload__"]) if "__payload__" in stored else stored
+    tamper(model)
+    if "__payload__" in stored:
+        stored["__payload__"] = json.dumps(model)
+    else:
+        stored = model
+    files[0].write_text(json.dumps(stored))
+    second, runner, _p = run_plugin(tmp_path, config, answers, cache=True)
+    assert len(runner.calls) == 3, "a tampered cache was used"
+    assert groups_of(second) == groups_of(first)
+
+
 @pytest.mark.parametrize("name, ok", [("mycluster.sge.yml", True), ("mycluster.sge.yaml", True),
                                       ("mycluster.yml", False), ("sge.yml", False)])
 def test_verify_file(tmp_path, name, ok):

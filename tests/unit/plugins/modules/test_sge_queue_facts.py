@@ -183,6 +183,19 @@ def test_arch_from_settings_or_single_bin_directory(tmp_path):
     assert sge_cmd.sge_arch(str(tmp_path), {}) == "lx-ppc64le"
 
 
+@pytest.mark.parametrize("arch", ["../default/common", "/tmp", "lx-amd64/../../../tmp", "..", ".", "", "a b", "x\ny"])
+def test_an_arch_that_is_no_plain_name_is_not_used(tmp_path, arch):
+    # settings.sh belongs to the admin user: a path in SGE_ARCH would send root's qconf elsewhere
+    (tmp_path / "bin" / "lx-amd64").mkdir(parents=True)
+    assert sge_cmd.sge_arch(str(tmp_path), {"SGE_ARCH": arch}) == "lx-amd64"
+    if "\n" in arch:
+        return  # in settings.sh the line would end there
+    settings = tmp_path / "default" / "common"
+    settings.mkdir(parents=True)
+    (settings / "settings.sh").write_text("SGE_ROOT=%s; export SGE_ROOT\nSGE_ARCH=%s; export SGE_ARCH\n" % (tmp_path, arch))
+    assert sge_cmd.sge_arch(str(tmp_path), sge_cmd.read_settings(str(tmp_path), "default")) == "lx-amd64"
+
+
 def test_argv_lists():
     assert sge_cmd.qstat_argv("/b/qstat") == ["/b/qstat", "-u", "*", "-f", "-r", "-xml"]
     # projects=true: without -ext, qstat prints no JB_project (seen on the local cluster)
