@@ -627,12 +627,18 @@ def test_strict(tmp_path, strict):
 
 # --------------------------------------------------------------------------- cache, verify_file
 
-def test_cache_reads_once(tmp_path):
+def _cached_config(tmp_path):
+    """A configuration with a jsonfile cache under ``tmp_path`` and the answers of a 3-host cluster."""
     config = {"cluster": "c", "cache": True, "cache_plugin": "jsonfile",
               "cache_connection": str(tmp_path / "cache"), "cache_timeout": 3600}
     answers = {QHOST: (0, fixture("qhost_xml_q_3hosts.xml"), b""),
                SHGRPL: (0, fixture("qconf_shgrpl.txt"), b""),
                SHGRP_ALL: (0, fixture("qconf_shgrp_allhosts_3hosts.txt"), b"")}
+    return config, answers
+
+
+def test_cache_reads_once(tmp_path):
+    config, answers = _cached_config(tmp_path)
     first, runner, _p = run_plugin(tmp_path, config, answers, cache=True)
     assert len(runner.calls) == 3
     second, runner, _p = run_plugin(tmp_path, config, {}, cache=True)
@@ -654,11 +660,7 @@ def test_cache_reads_once(tmp_path):
     lambda m: m.pop("states"),
 ], ids=["host", "master", "queue-member", "hostgroup", "hosts-list", "launched", "no-states"])
 def test_a_tampered_cache_is_read_again_not_used(tmp_path, tamper):
-    config = {"cluster": "c", "cache": True, "cache_plugin": "jsonfile",
-              "cache_connection": str(tmp_path / "cache"), "cache_timeout": 3600}
-    answers = {QHOST: (0, fixture("qhost_xml_q_3hosts.xml"), b""),
-               SHGRPL: (0, fixture("qconf_shgrpl.txt"), b""),
-               SHGRP_ALL: (0, fixture("qconf_shgrp_allhosts_3hosts.txt"), b"")}
+    config, answers = _cached_config(tmp_path)
     first, runner, _p = run_plugin(tmp_path, config, answers, cache=True)
     files = [p for p in (tmp_path / "cache").iterdir() if p.is_file()]
     assert len(files) == 1
