@@ -15,6 +15,8 @@ import pytest
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
+from ansible_collections.gridengine.balancer.plugins.module_utils import role_inputs
+
 # \Z inside a Jinja string literal: Jinja warns about the escape, the pattern reaches re unchanged
 pytestmark = pytest.mark.filterwarnings("ignore:invalid escape sequence:DeprecationWarning")
 
@@ -57,8 +59,7 @@ def good():
                                     "sge_cell_execd_port", "sge_cell_gid_range", "sge_cell_execd_node")}
     # the values checked since issue 20 (module_utils/role_inputs.py), rendered as Ansible would
     templar = Templar(loader=DataLoader(), variables=defaults)
-    for key in ("sge_cell_root", "sge_cell_spool_dir", "sge_cell_work_dir", "sge_cell_admin_user",
-                "sge_cell_schedule_interval", "sge_cell_hostgroup", "sge_cell_queue", "sge_cell_queue_slots"):
+    for key in sorted(role_inputs.ROLE_VARIABLES["sge_cell"]):
         value = defaults[key]
         out[key] = templar.template(trust_as_template(value)) if isinstance(value, str) else value
     return out
