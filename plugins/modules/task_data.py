@@ -24,8 +24,11 @@ description:
     other links, chains included) fail the task naming the member, before anything is written.
     The unpacking does not depend on the Python version's C(data) filter; set-id and sticky bits
     and group/other write are dropped.
-  - Run as root, O(state=present) unpacks as the owner of O(data_root) when that is another user
-    (a child process that dropped to that user and no supplementary group).
+  - Run as root on a O(data_root) another user owns, every state that writes (O(state=packed),
+    O(state=present), O(state=absent), O(state=clean)) does its work under the data root as that
+    user (a child process that dropped to that user and no supplementary group). That user can
+    swap any name there for a link at any moment and gains nothing by it. Only the archive of
+    O(state=present) is read by root.
   - O(state=absent) removes the copy (renamed to C(.removing.<task>) first, so it stops counting
     as a copy before the files go).
   - O(state=clean) removes the leftovers of interrupted moves (C(.partial.*), C(.removing.*),
